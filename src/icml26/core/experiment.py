@@ -1,0 +1,417 @@
+"""The types every reproduction uses: :class:`Experiment`, :class:`Part`, :class:`Claim`,
+:class:`Result`, and the registry.
+
+An *experiment* is one paper's reproduction. It holds one or more named *parts* (the
+spec's E1, E2, "scaling", ...). A part has a ``quick`` and a ``full`` config (frozen
+dataclasses), the seeds it runs by default, a function ``run(config, seed[, task]) ->
+metrics`` that the runner can execute on any worker, and ``summarize(jobs, config) ->
+Result`` that aggregates the per-job metrics into tables, figures and claims.
+
+Registration happens when ``icml26.<slug>.experiment`` is imported; discovery imports
+every method folder that has such a module, so there is no central list to edit.
+
+Examples
+--------
+>>> from dataclasses import dataclass
+>>> from icml26.core.experiment import Claim, Experiment, Part, Result
+>>> @dataclass(frozen=True)
+... class Config:
+...     n: int = 10
+>>> def run(config, seed):
+...     return {"value": float(seed)}
+>>> def summarize(jobs, config):
+...     mean = sum(j.metrics["value"] for j in jobs) / len(jobs)
+...     return Result(claims=[Claim.at_least("mean", mean, 0.0, paper="n/a")])
+>>> exp = Experiment(slug="toy", title="Toy", parts=[
+...     Part(name="main", run=run, summarize=summarize, quick=Config(2), full=Config(10))])
+>>> exp.part("main").config(quick=True).n
+2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import math
+import pkgutil
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "Claim",
+    "Result",
+    "JobResult",
+    "Part",
+    "Experiment",
+    "register",
+    "registry",
+    "get_experiment",
+    "discover",
+    "apply_overrides",
+    "ConfigError",
+]
+
+
+class ConfigError(ValueError):
+    """A user-facing configuration error (unknown key, unparsable value, bad slug)."""
+
+
+def _is_bad_number(value: Any) -> bool:
+    try:
+        return value is None or not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if not math.isfinite(v):
+            return str(v)
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+            return f"{v:.3g}"
+        return f"{v:.4g}"
+    return str(value)
+
+
+@dataclass
+class Claim:
+    """One checked claim: what the paper says, what we measured, the bar, the verdict.
+
+    Parameters
+    ----------
+    name : str
+        Short name of the claim ("E1 win rate vs Resample(5)").
+    paper : str
+        The paper's value or statement, as text.
+    measured : float or str or None
+        What this run measured (a number, or text for compound measurements).
+    bar : str
+        The acceptance bar from the spec, as text ("≥ 0.62").
+    passed : bool
+        Whether the measurement meets the bar. A missing or non-finite measurement
+        never passes.
+    note : str, optional
+        Anything a reader needs to interpret the number.
+    """
+
+    name: str
+    paper: str
+    measured: Any
+    bar: str
+    passed: bool
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        self.passed = bool(self.passed)
+        if isinstance(self.measured, (np.floating, np.integer)):
+            self.measured = self.measured.item()
+
+    @property
+    def measured_text(self) -> str:
+        return _fmt(self.measured)
+
+    # -- constructors for the common bar shapes --------------------------------------
+    @classmethod
+    def at_least(cls, name: str, measured: Any, threshold: float, *, paper: str = "",
+                 note: str = "") -> "Claim":
+        """Claim that passes when ``measured >= threshold`` (and is finite)."""
+        ok = not _is_bad_number(measured) and float(measured) >= threshold
+        return cls(name, paper, measured, f"≥ {_fmt(threshold)}", ok, note)
+
+    @classmethod
+    def at_most(cls, name: str, measured: Any, threshold: float, *, paper: str = "",
+                note: str = "") -> "Claim":
+        """Claim that passes when ``measured <= threshold`` (and is finite)."""
+        ok = not _is_bad_number(measured) and float(measured) <= threshold
+        return cls(name, paper, measured, f"≤ {_fmt(threshold)}", ok, note)
+
+    @classmethod
+    def between(cls, name: str, measured: Any, low: float, high: float, *,
+                paper: str = "", note: str = "") -> "Claim":
+        """Claim that passes when ``low <= measured <= high`` (and is finite)."""
+        ok = not _is_bad_number(measured) and low <= float(measured) <= high
+        return cls(name, paper, measured, f"∈ [{_fmt(low)}, {_fmt(high)}]", ok, note)
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["measured"] = _jsonable(self.measured)
+        return d
+
+
+@dataclass
+class JobResult:
+    """What one (config, seed, task) job produced."""
+
+    part: str
+    seed: int
+    task: dict | None
+    metrics: dict | None
+    seconds: float
+    error: str | None = None  # the traceback, when the job raised
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class Result:
+    """What a part's ``summarize`` returns.
+
+    Parameters
+    ----------
+    tables : dict of str to pandas.DataFrame
+        Named tables (printed in the terminal and the report).
+    figures : dict of str to matplotlib.figure.Figure
+        Named figures (saved as PNG and embedded in the HTML report).
+    claims : list of Claim
+        The claims this part checks.
+    notes : list of str
+        Findings a reader must see (negative results, caveats, observations).
+    """
+
+    tables: dict = field(default_factory=dict)
+    figures: dict = field(default_factory=dict)
+    claims: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.claims)
+
+
+@dataclass
+class Part:
+    """One named part of an experiment (the spec's E1, E2, "scaling", ...).
+
+    Parameters
+    ----------
+    name : str
+        Identifier used with ``icml26 run SLUG --exp NAME``.
+    run : callable
+        ``run(config, seed) -> dict`` or, when ``tasks`` is given,
+        ``run(config, seed, task) -> dict``. Must be a module-level function (picklable)
+        and deterministic given its arguments. Metrics must be JSON-serialisable
+        (numbers, strings, lists, dicts; numpy scalars/arrays are converted).
+    summarize : callable
+        ``summarize(jobs, config) -> Result`` with ``jobs`` the successful
+        :class:`JobResult` list.
+    quick, full : dataclass instance
+        Configs: ``quick`` for tests and ``reproduce --quick`` (about a minute at most),
+        ``full`` for ``icml26 run`` (at most ten minutes on two cores).
+    seeds, quick_seeds : sequence of int
+        Seeds run by default in full and quick mode.
+    tasks : callable, optional
+        ``tasks(config) -> list of dict``: independent jobs per seed (e.g. one per
+        benchmark function), so the runner can spread them over workers.
+    default : bool
+        Whether ``icml26 run SLUG`` runs this part without ``--exp`` (opt-in long
+        parts set False).
+    description : str
+        One line for ``icml26 list`` and the report.
+    threads : int
+        Threads each job may use (BLAS/torch). The runner enforces it per job.
+    """
+
+    name: str
+    run: Callable[..., dict]
+    summarize: Callable[[list, Any], Result]
+    quick: Any
+    full: Any
+    seeds: Sequence[int] = (0, 1, 2)
+    quick_seeds: Sequence[int] = (0,)
+    tasks: Callable[[Any], list] | None = None
+    default: bool = True
+    description: str = ""
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        for label, cfg in (("quick", self.quick), ("full", self.full)):
+            if not dataclasses.is_dataclass(cfg) or isinstance(cfg, type):
+                raise TypeError(f"Part {self.name!r}: {label} must be a dataclass instance")
+        if not self.seeds or not self.quick_seeds:
+            raise ValueError(f"Part {self.name!r}: seeds and quick_seeds must be non-empty")
+
+    def config(self, quick: bool = False):
+        return self.quick if quick else self.full
+
+    def default_seeds(self, quick: bool = False) -> list[int]:
+        return list(self.quick_seeds if quick else self.seeds)
+
+
+@dataclass
+class Experiment:
+    """One paper's reproduction: a slug, a title, and its parts.
+
+    Parameters
+    ----------
+    slug : str
+        The method folder name (``cdal``, ``pem``, ...).
+    title : str
+        The paper's title.
+    parts : list of Part
+        The named parts; ``icml26 run SLUG`` runs those with ``default=True``.
+    claims : list of str
+        The paper's headline claims in words (shown by ``icml26 list``).
+    reference : str
+        Citation of the paper.
+    """
+
+    slug: str
+    title: str
+    parts: list
+    claims: list = field(default_factory=list)
+    reference: str = ""
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.parts]
+        if not names:
+            raise ValueError(f"Experiment {self.slug!r} has no parts")
+        if len(set(names)) != len(names):
+            raise ValueError(f"Experiment {self.slug!r} has duplicate part names: {names}")
+
+    def part(self, name: str) -> Part:
+        for p in self.parts:
+            if p.name == name:
+                return p
+        raise ConfigError(
+            f"experiment {self.slug!r} has no part {name!r}; parts: "
+            + ", ".join(p.name for p in self.parts))
+
+    def select(self, names: Sequence[str] | None = None) -> list[Part]:
+        """The parts to run: the named ones, or all default parts."""
+        if not names:
+            return [p for p in self.parts if p.default]
+        return [self.part(n) for n in names]
+
+
+# -- registry -------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    """Add an experiment to the registry (re-registering a slug replaces it)."""
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"register expects an Experiment, got {type(experiment).__name__}")
+    _REGISTRY[experiment.slug] = experiment
+    return experiment
+
+
+def registry() -> dict[str, Experiment]:
+    """The registered experiments by slug (after :func:`discover`)."""
+    return dict(_REGISTRY)
+
+
+def discover(package: str = "icml26") -> dict[str, Experiment]:
+    """Import ``<package>.<slug>.experiment`` for every method folder that has one."""
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if not info.ispkg or info.name in {"core", "zoo"}:
+            continue
+        name = f"{package}.{info.name}.experiment"
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+    return registry()
+
+
+def get_experiment(slug: str) -> Experiment:
+    """The registered experiment for ``slug`` (discovering first)."""
+    exps = discover()
+    if slug not in exps:
+        known = ", ".join(sorted(exps)) or "none"
+        raise ConfigError(f"unknown or not yet implemented slug {slug!r}; implemented: {known}")
+    return exps[slug]
+
+
+# -- config overrides -----------------------------------------------------------------
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse(text: str, annotation: Any, current: Any, key: str):
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    target = annotation
+    if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
+        non_none = [a for a in args if a is not type(None)]
+        if text.lower() in {"none", "null"} and len(non_none) < len(args):
+            return None
+        target = non_none[0] if non_none else str
+        origin, args = typing.get_origin(target), typing.get_args(target)
+    if target is Any or target is inspect.Parameter.empty:
+        target = type(current) if current is not None else str
+        origin, args = typing.get_origin(target), typing.get_args(target)
+    try:
+        if target is bool:
+            low = text.lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+            raise ValueError(text)
+        if target in (int, float, str):
+            return target(text)
+        if origin in (tuple, list) or target in (tuple, list):
+            item_type = args[0] if args else (type(current[0]) if current else str)
+            items = [s.strip() for s in text.split(",") if s.strip()]
+            values = [_parse(s, item_type, None, key) for s in items]
+            return tuple(values) if (origin or target) is tuple else values
+    except (TypeError, ValueError):
+        raise ConfigError(f"--set {key}={text}: expected {getattr(target, '__name__', target)}")
+    raise ConfigError(f"--set {key}: fields of type {annotation} cannot be set from the CLI")
+
+
+def apply_overrides(config, overrides: dict[str, str]):
+    """Return ``config`` with string overrides parsed against its dataclass fields.
+
+    Raises :class:`ConfigError` naming the key for unknown keys and unparsable values.
+    """
+    if not overrides:
+        return config
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    hints = typing.get_type_hints(type(config))
+    changes = {}
+    for key, text in overrides.items():
+        if key not in fields:
+            raise ConfigError(
+                f"--set {key}: unknown config key for {type(config).__name__}; "
+                f"known keys: {', '.join(sorted(fields))}")
+        changes[key] = _parse(text, hints.get(key, Any), getattr(config, key), key)
+    return dataclasses.replace(config, **changes)
+
+
+def _jsonable(obj: Any):
+    """Convert numpy/pandas/dataclass values to JSON-serialisable Python objects."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        obj = float(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _jsonable(dataclasses.asdict(obj))
+    return obj
+
+
+jsonable = _jsonable

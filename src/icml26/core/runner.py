@@ -1,0 +1,272 @@
+"""Run an experiment's (part, config, seed, task) jobs on a chosen backend.
+
+Backends: ``sequential`` (in this process), ``joblib`` (local processes, ``jobs`` of
+them) and ``dask`` (a ``distributed`` cluster at ``scheduler``; ``"local"`` starts a
+``LocalCluster``). Jobs receive their seed explicitly and limit their own thread pools,
+so the same seeds give the same numbers on every backend. A job that raises is recorded
+with its traceback; the others go on.
+
+Examples
+--------
+>>> from icml26.core.runner import run_experiment   # doctest: +SKIP
+>>> outcome = run_experiment(get_experiment("pem"), quick=True, jobs=2)  # doctest: +SKIP
+>>> outcome.passed  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .experiment import Claim, ConfigError, Experiment, JobResult, Part, Result, apply_overrides, jsonable
+
+__all__ = ["PartOutcome", "ExperimentOutcome", "expand_jobs", "run_job", "run_part",
+           "run_experiment", "resolve_seeds"]
+
+
+@dataclass
+class PartOutcome:
+    """A part's config, seeds, job results and summarized :class:`Result`."""
+
+    part: str
+    config: Any
+    seeds: list
+    jobs: list
+    result: Result
+    seconds: float
+    summarize_error: str | None = None
+
+    @property
+    def failed_jobs(self) -> list:
+        return [j for j in self.jobs if not j.ok]
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed and not self.failed_jobs and self.summarize_error is None
+
+
+@dataclass
+class ExperimentOutcome:
+    slug: str
+    title: str
+    quick: bool
+    parts: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(p.passed for p in self.parts)
+
+    @property
+    def claims(self) -> list:
+        return [c for p in self.parts for c in p.result.claims]
+
+
+def resolve_seeds(part: Part, quick: bool, n_seeds: int | None) -> list[int]:
+    """The part's default seeds, or ``n_seeds`` consecutive seeds from its first one."""
+    defaults = part.default_seeds(quick)
+    if n_seeds is None:
+        return defaults
+    if n_seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {n_seeds}")
+    if n_seeds <= len(defaults):
+        return defaults[:n_seeds]
+    start = defaults[0]
+    return [start + i for i in range(n_seeds)]
+
+
+def expand_jobs(part: Part, config, seeds: Sequence[int]) -> list[tuple]:
+    """All (part name, config, seed, task) jobs of one part."""
+    tasks = part.tasks(config) if part.tasks is not None else [None]
+    return [(part.name, config, int(seed), task) for seed in seeds for task in tasks]
+
+
+@contextlib.contextmanager
+def _limited_threads(n: int):
+    from threadpoolctl import threadpool_limits
+
+    torch_threads = None
+    try:
+        import torch
+
+        torch_threads = torch.get_num_threads()
+        torch.set_num_threads(n)
+    except ImportError:  # pragma: no cover - torch is a dependency
+        torch = None
+    try:
+        with threadpool_limits(limits=n):
+            yield
+    finally:
+        if torch is not None and torch_threads is not None:
+            torch.set_num_threads(torch_threads)
+
+
+def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1) -> JobResult:
+    """Run one job, capturing its metrics or its traceback (never raises)."""
+    start = time.perf_counter()
+    try:
+        with _limited_threads(threads):
+            if task is None:
+                metrics = run_fn(config, seed)
+            else:
+                metrics = run_fn(config, seed, task)
+        if not isinstance(metrics, dict):
+            raise TypeError(f"run() must return a dict of metrics, got {type(metrics).__name__}")
+        return JobResult(part_name, seed, task, jsonable(metrics), time.perf_counter() - start)
+    except Exception:  # noqa: BLE001 - a failing job is reported, the run goes on
+        return JobResult(part_name, seed, task, None, time.perf_counter() - start,
+                         error=traceback.format_exc())
+
+
+def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int,
+             scheduler: str | None, progress) -> list[JobResult]:
+    calls = [(run_fns[p], p, cfg, seed, task, threads[p]) for p, cfg, seed, task in jobs]
+    results: list[JobResult | None] = [None] * len(calls)
+
+    def done(i, res):
+        results[i] = res
+        if progress is not None:
+            progress(res)
+
+    if backend == "sequential" or (backend == "joblib" and n_jobs == 1):
+        for i, call in enumerate(calls):
+            done(i, run_job(*call))
+    elif backend == "joblib":
+        from joblib import Parallel, delayed
+
+        parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+        for i, res in enumerate(parallel(delayed(run_job)(*c) for c in calls)):
+            done(i, res)
+    elif backend == "dask":
+        from distributed import Client, LocalCluster, as_completed
+
+        cluster = None
+        if scheduler in (None, "local"):
+            cluster = LocalCluster(n_workers=max(1, n_jobs), threads_per_worker=1,
+                                   processes=True, dashboard_address=None)
+            client = Client(cluster)
+        else:
+            client = Client(scheduler)
+        try:
+            futures = {client.submit(run_job, *c, pure=False): i for i, c in enumerate(calls)}
+            for fut in as_completed(futures):
+                done(futures[fut], fut.result())
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    else:
+        raise ValueError(f"backend must be 'sequential', 'joblib' or 'dask', got {backend!r}")
+    return results  # type: ignore[return-value]
+
+
+def _summarize(part: Part, jobs: list, config) -> tuple[Result, str | None]:
+    ok = [j for j in jobs if j.ok]
+    if not ok:
+        claim = Claim("all jobs", "-", "0 succeeded", "≥ 1 job succeeds", False)
+        return Result(claims=[claim], notes=["every job of this part failed"]), None
+    try:
+        result = part.summarize(ok, config)
+        if not isinstance(result, Result):
+            raise TypeError(f"summarize() must return a Result, got {type(result).__name__}")
+        return result, None
+    except Exception:  # noqa: BLE001
+        tb = traceback.format_exc()
+        claim = Claim("summarize", "-", "raised", "runs without error", False)
+        return Result(claims=[claim], notes=["summarize raised; see the traceback"]), tb
+
+
+def run_part(experiment: Experiment, part: Part | str, *, quick: bool = False,
+             seeds: int | None = None, overrides: dict | None = None,
+             backend: str = "sequential", jobs: int = 1, scheduler: str | None = None,
+             progress=None) -> PartOutcome:
+    """Run one part and summarize it (convenience for tests and notebooks)."""
+    if isinstance(part, str):
+        part = experiment.part(part)
+    return run_experiment(experiment, parts=[part.name], quick=quick, seeds=seeds,
+                          overrides=overrides, backend=backend, jobs=jobs,
+                          scheduler=scheduler, progress=progress).parts[0]
+
+
+def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None,
+                   quick: bool = False, seeds: int | None = None,
+                   overrides: dict | None = None, backend: str | None = None,
+                   jobs: int = 1, scheduler: str | None = None,
+                   progress=None) -> ExperimentOutcome:
+    """Run the selected parts of an experiment: all their jobs in one pool, then summarize.
+
+    Parameters
+    ----------
+    experiment : Experiment
+    parts : list of str, optional
+        Part names; default: the experiment's default parts.
+    quick : bool
+        Use the quick configs and seeds.
+    seeds : int, optional
+        Number of seeds (overrides each part's default list).
+    overrides : dict of str to str, optional
+        ``--set`` overrides, applied to every selected part whose config has the key.
+        A key that no selected part's config has is an error.
+    backend : {"sequential", "joblib", "dask"}, optional
+        Default: ``"dask"`` when ``scheduler`` is given, ``"joblib"`` when ``jobs > 1``.
+    jobs : int
+        Local worker processes.
+    scheduler : str, optional
+        Dask scheduler address, or ``"local"`` for a ``LocalCluster``.
+    progress : callable, optional
+        Called with each finished :class:`JobResult`.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    backend = backend or ("dask" if scheduler else ("joblib" if jobs > 1 else "sequential"))
+    selected = experiment.select(parts)
+    overrides = dict(overrides or {})
+    if overrides:
+        known = {f.name for p in selected for f in dataclasses.fields(p.config(quick))}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigError(f"--set {unknown[0]}: unknown config key; known keys: "
+                              f"{', '.join(sorted(known))}")
+    start = time.perf_counter()
+    plan = []
+    for part in selected:
+        cfg = part.config(quick)
+        keys = {f.name for f in dataclasses.fields(cfg)}
+        own = {k: v for k, v in overrides.items() if k in keys}
+        cfg = apply_overrides(cfg, own)
+        plan.append((part, cfg, resolve_seeds(part, quick, seeds)))
+    all_jobs = [job for part, cfg, sd in plan for job in expand_jobs(part, cfg, sd)]
+    run_fns = {part.name: part.run for part, _, _ in plan}
+    threads = {part.name: part.threads for part, _, _ in plan}
+    for part, _, _ in plan:
+        _check_signature(part)
+    results = _execute(all_jobs, run_fns, threads, backend, jobs, scheduler, progress)
+    outcome = ExperimentOutcome(experiment.slug, experiment.title, quick)
+    for part, cfg, sd in plan:
+        mine = [r for r in results if r.part == part.name]
+        t0 = time.perf_counter()
+        result, err = _summarize(part, mine, cfg)
+        job_time = sum(r.seconds for r in mine)
+        outcome.parts.append(PartOutcome(part.name, cfg, sd, mine, result,
+                                         job_time + time.perf_counter() - t0, err))
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _check_signature(part: Part) -> None:
+    params = inspect.signature(part.run).parameters
+    want = 3 if part.tasks is not None else 2
+    if len(params) < want:
+        raise TypeError(f"part {part.name!r}: run must take {want} arguments "
+                        f"(config, seed{', task' if want == 3 else ''})")
+
+
+def default_jobs() -> int:
+    """Worker processes to use by default: the machine's cores."""
+    return max(1, os.cpu_count() or 1)

@@ -1,0 +1,64 @@
+"""Small aggregation helpers shared by every experiment's ``summarize``."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope"]
+
+
+def mean_std(values: Iterable[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1; 0 for a single value)."""
+    arr = np.asarray(list(values), dtype=float)
+    if arr.size == 0:
+        return float("nan"), float("nan")
+    std = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
+    return float(arr.mean()), std
+
+
+def format_mean_std(values: Iterable[float], digits: int = 3) -> str:
+    """``"0.812 ± 0.013"`` for a list of per-seed values."""
+    mean, std = mean_std(values)
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def summary_table(records: Sequence[dict], by: Sequence[str] | str,
+                  metrics: Sequence[str], digits: int = 3) -> pd.DataFrame:
+    """Group per-seed records by ``by`` and show each metric as ``mean ± std``.
+
+    Parameters
+    ----------
+    records : list of dict
+        One dict per (seed, setting), holding the ``by`` keys and the metrics.
+    by : str or list of str
+        Columns identifying a row (method name, dataset, ...); row order follows first
+        appearance.
+    metrics : list of str
+        Metric columns to aggregate over seeds.
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    frame = pd.DataFrame.from_records(records)
+    missing = [c for c in [*by, *metrics] if c not in frame.columns]
+    if missing:
+        raise KeyError(f"summary_table: records lack columns {missing}")
+    rows = []
+    for key, group in frame.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        for m in metrics:
+            row[m] = format_mean_std(group[m].astype(float), digits)
+        row["seeds"] = len(group)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def loglog_slope(sizes: Sequence[float], costs: Sequence[float]) -> float:
+    """Least-squares slope of log(cost) against log(size): the empirical scaling exponent."""
+    x = np.log(np.asarray(sizes, dtype=float))
+    y = np.log(np.asarray(costs, dtype=float))
+    if x.size < 2 or not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
+        raise ValueError("loglog_slope needs at least two positive, finite (size, cost) pairs")
+    return float(np.polyfit(x, y, 1)[0])
