@@ -35,8 +35,10 @@ import importlib
 import inspect
 import math
 import pkgutil
+import traceback
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -51,6 +53,7 @@ __all__ = [
     "registry",
     "get_experiment",
     "discover",
+    "discovery_errors",
     "apply_overrides",
     "ConfigError",
 ]
@@ -314,21 +317,41 @@ def registry() -> dict[str, Experiment]:
     return dict(_REGISTRY)
 
 
+_DISCOVERY_ERRORS: dict[str, str] = {}
+
+
 def discover(package: str = "icml26") -> dict[str, Experiment]:
-    """Import ``<package>.<slug>.experiment`` for every method folder that has one."""
+    """Import ``<package>.<slug>.experiment`` for every method folder that has one.
+
+    A method whose module fails to import is skipped (its traceback is kept in
+    :func:`discovery_errors`) so one broken folder never hides the others.
+    """
     pkg = importlib.import_module(package)
     for info in pkgutil.iter_modules(pkg.__path__):
         if not info.ispkg or info.name in {"core", "zoo"}:
             continue
-        name = f"{package}.{info.name}.experiment"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
+        folder = Path(pkg.__path__[0]) / info.name
+        if not (folder / "experiment.py").is_file():
+            continue
+        try:
+            importlib.import_module(f"{package}.{info.name}.experiment")
+            _DISCOVERY_ERRORS.pop(info.name, None)
+        except Exception:  # noqa: BLE001 - reported by discovery_errors()
+            _DISCOVERY_ERRORS[info.name] = traceback.format_exc()
     return registry()
+
+
+def discovery_errors() -> dict[str, str]:
+    """Tracebacks of method folders whose ``experiment`` module failed to import."""
+    return dict(_DISCOVERY_ERRORS)
 
 
 def get_experiment(slug: str) -> Experiment:
     """The registered experiment for ``slug`` (discovering first)."""
     exps = discover()
+    if slug in _DISCOVERY_ERRORS:
+        raise ConfigError(f"{slug}: its experiment module failed to import:\n"
+                          f"{_DISCOVERY_ERRORS[slug]}")
     if slug not in exps:
         known = ", ".join(sorted(exps)) or "none"
         raise ConfigError(f"unknown or not yet implemented slug {slug!r}; implemented: {known}")

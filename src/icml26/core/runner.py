@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from .experiment import Claim, ConfigError, Experiment, JobResult, Part, Result, apply_overrides, jsonable
 
 __all__ = ["PartOutcome", "ExperimentOutcome", "expand_jobs", "run_job", "run_part",
-           "run_experiment", "resolve_seeds"]
+           "run_experiment", "resolve_seeds", "plan_experiment", "count_jobs"]
 
 
 @dataclass
@@ -225,27 +225,12 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     backend = backend or ("dask" if scheduler else ("joblib" if jobs > 1 else "sequential"))
-    selected = experiment.select(parts)
-    overrides = dict(overrides or {})
-    if overrides:
-        known = {f.name for p in selected for f in dataclasses.fields(p.config(quick))}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ConfigError(f"--set {unknown[0]}: unknown config key; known keys: "
-                              f"{', '.join(sorted(known))}")
     start = time.perf_counter()
-    plan = []
-    for part in selected:
-        cfg = part.config(quick)
-        keys = {f.name for f in dataclasses.fields(cfg)}
-        own = {k: v for k, v in overrides.items() if k in keys}
-        cfg = apply_overrides(cfg, own)
-        plan.append((part, cfg, resolve_seeds(part, quick, seeds)))
+    plan = plan_experiment(experiment, parts=parts, quick=quick, seeds=seeds,
+                           overrides=overrides)
     all_jobs = [job for part, cfg, sd in plan for job in expand_jobs(part, cfg, sd)]
     run_fns = {part.name: part.run for part, _, _ in plan}
     threads = {part.name: part.threads for part, _, _ in plan}
-    for part, _, _ in plan:
-        _check_signature(part)
     results = _execute(all_jobs, run_fns, threads, backend, jobs, scheduler, progress)
     outcome = ExperimentOutcome(experiment.slug, experiment.title, quick)
     for part, cfg, sd in plan:
@@ -257,6 +242,35 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
                                          job_time + time.perf_counter() - t0, err))
     outcome.seconds = time.perf_counter() - start
     return outcome
+
+
+def plan_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None,
+                    quick: bool = False, seeds: int | None = None,
+                    overrides: dict | None = None) -> list[tuple]:
+    """The (part, config, seeds) triples a run would execute, with overrides applied.
+
+    A ``--set`` key that no selected part's config has raises :class:`ConfigError`.
+    """
+    selected = experiment.select(parts)
+    overrides = dict(overrides or {})
+    known = {f.name for p in selected for f in dataclasses.fields(p.config(quick))}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(f"--set {unknown[0]}: unknown config key; known keys: "
+                          f"{', '.join(sorted(known))}")
+    plan = []
+    for part in selected:
+        _check_signature(part)
+        cfg = part.config(quick)
+        keys = {f.name for f in dataclasses.fields(cfg)}
+        cfg = apply_overrides(cfg, {k: v for k, v in overrides.items() if k in keys})
+        plan.append((part, cfg, resolve_seeds(part, quick, seeds)))
+    return plan
+
+
+def count_jobs(plan: list[tuple]) -> int:
+    """Number of jobs in a plan from :func:`plan_experiment`."""
+    return sum(len(expand_jobs(part, cfg, sd)) for part, cfg, sd in plan)
 
 
 def _check_signature(part: Part) -> None:

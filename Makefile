@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   create .venv, install icml26 with every method's needs, run the quick reproduction
+#   make test   create .venv, install with test dependencies, run the test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.icml26-installed
+DEMO_DIR ?= reports/demo
+
+.PHONY: demo test install clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# torch is pinned by constraints.txt to the CPU build that installs offline.
+$(STAMP): pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/icml26 reproduce --quick --out $(DEMO_DIR) || [ $$? -eq 1 ]
+	@echo "report: $(abspath $(DEMO_DIR))/index.html"
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache
