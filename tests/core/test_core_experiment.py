@@ -69,3 +69,37 @@ def test_jsonable_converts_numpy_and_non_finite():
                     "d": RateConfig()})
     assert out["a"] == 1.5 and out["b"] == [0, 1] and out["c"] == "nan"
     assert out["d"]["repetitions"] == 200
+
+
+def test_discovery_imports_every_method_folder_with_an_experiment(tmp_path, monkeypatch):
+    pkg = tmp_path / "fakepkg"
+    (pkg / "alpha").mkdir(parents=True)
+    (pkg / "beta").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "alpha" / "__init__.py").write_text("")
+    (pkg / "beta" / "__init__.py").write_text("")  # no experiment.py: not a method yet
+    (pkg / "alpha" / "experiment.py").write_text(
+        "from icml26.core.example import EXPERIMENT\n"
+        "from icml26.core.experiment import Experiment, register\n"
+        "register(Experiment(slug='alpha', title='A', parts=EXPERIMENT.parts))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from icml26.core import experiment as registry_module
+
+    try:
+        found = discover("fakepkg")
+        assert "alpha" in found and "beta" not in found
+    finally:
+        registry_module._REGISTRY.pop("alpha", None)
+
+
+def test_discovery_isolates_a_broken_method(tmp_path, monkeypatch):
+    from icml26.core.experiment import discovery_errors
+
+    pkg = tmp_path / "brokenpkg"
+    (pkg / "gamma").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "gamma" / "__init__.py").write_text("")
+    (pkg / "gamma" / "experiment.py").write_text("raise ImportError('missing dependency')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    discover("brokenpkg")
+    assert "missing dependency" in discovery_errors()["gamma"]
