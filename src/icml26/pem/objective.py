@@ -1,0 +1,155 @@
+"""Budget accounting for fixed-budget noisy optimization.
+
+Every oracle call counts (first evaluations, re-evaluations, probes, the last partial
+generation); :class:`BudgetedObjective` refuses call ``B + 1``. Shared by RB-PEM,
+probe-and-switch and every baseline so that all methods are compared at exactly the
+same number of calls.
+
+References
+----------
+S. Wang, Z. Lu. *Depth over Fidelity in Fixed-Budget Noisy Evolution Strategies.*
+ICML 2026 (arXiv 2606.06555), section "Setting".
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from icml26.core.validation import check_choice, check_int
+
+__all__ = ["BudgetExhausted", "BudgetedObjective", "OptimizeResult"]
+
+
+class BudgetExhausted(RuntimeError):
+    """Raised when an oracle call would exceed the budget (the call is not made)."""
+
+
+def _as_scalar(value: Any) -> float:
+    """The objective's return value as a float; a non-scalar raises ValueError."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.size != 1:
+        raise ValueError(f"objective must return a real scalar, got {type(value).__name__} "
+                         f"with shape {arr.shape}")
+    return float(arr.reshape(()))
+
+
+class BudgetedObjective:
+    """A noisy objective with a hard cap on oracle calls.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> float`` (one noisy oracle call per invocation).
+    budget : int
+        Maximum number of calls ``B`` (>= 1). Call ``B + 1`` raises
+        :class:`BudgetExhausted` without calling ``fun``.
+    noise_free : callable, optional
+        ``noise_free(x) -> float``; when given, every evaluated point is also scored
+        noise-free and :attr:`best_noise_free` tracks the best such value.
+    nan_policy : {"raise", "worst"}
+        What to do with a NaN/±inf result: ``"raise"`` a ValueError naming the call, or
+        map it to ``+inf`` ("worst") so it ranks last.
+    record_history : bool
+        Keep ``(call, observed f, noise-free f or nan)`` for every call.
+
+    Attributes
+    ----------
+    n_calls : int
+        Calls made so far (a call that raised inside ``fun`` is still counted).
+    best_x, best_f : ndarray, float
+        Point with the smallest *observed* value and that value.
+    best_noise_free : float
+        Smallest noise-free value over evaluated points (nan without ``noise_free``).
+    history : list of tuple
+
+    Examples
+    --------
+    >>> obj = BudgetedObjective(lambda x: float(x @ x), budget=2)
+    >>> obj([1.0, 0.0]), obj([0.0, 0.5]), obj.remaining
+    (1.0, 0.25, 0)
+    >>> obj([0.0, 0.0])
+    Traceback (most recent call last):
+    ...
+    icml26.pem.objective.BudgetExhausted: budget of 2 oracle calls exhausted
+    """
+
+    def __init__(self, fun: Callable, budget: int, noise_free: Callable | None = None, *,
+                 nan_policy: str = "raise", record_history: bool = True):
+        if not callable(fun):
+            raise TypeError(f"fun must be callable, got {type(fun).__name__}")
+        if noise_free is not None and not callable(noise_free):
+            raise TypeError(f"noise_free must be callable or None, got {type(noise_free).__name__}")
+        self.fun = fun
+        self.budget = check_int(budget, "budget", min_value=1)
+        self.noise_free = noise_free
+        self.nan_policy = check_choice(nan_policy, "nan_policy", ["raise", "worst"])
+        self.record_history = bool(record_history)
+        self.n_calls = 0
+        self.best_x: np.ndarray | None = None
+        self.best_f = math.inf
+        self.best_noise_free = math.nan
+        self.history: list[tuple[int, float, float]] = []
+
+    @property
+    def remaining(self) -> int:
+        """Calls left."""
+        return self.budget - self.n_calls
+
+    def __call__(self, x) -> float:
+        if self.n_calls >= self.budget:
+            raise BudgetExhausted(f"budget of {self.budget} oracle calls exhausted")
+        x = np.asarray(x, dtype=float)
+        self.n_calls += 1
+        value = _as_scalar(self.fun(x))
+        if not math.isfinite(value):
+            if self.nan_policy == "raise":
+                raise ValueError(f"objective returned {value} at call {self.n_calls}; expected a "
+                                 "finite value (use nan_policy='worst' to rank it last)")
+            value = math.inf
+        nf = math.nan
+        if self.noise_free is not None:
+            nf = _as_scalar(self.noise_free(x))
+            if not math.isnan(nf) and (math.isnan(self.best_noise_free) or nf < self.best_noise_free):
+                self.best_noise_free = nf
+        if value < self.best_f or self.best_x is None:
+            self.best_f, self.best_x = value, x.copy()
+        if self.record_history:
+            self.history.append((self.n_calls, value, nf))
+        return value
+
+
+@dataclass
+class OptimizeResult:
+    """What every optimizer in :mod:`icml26.pem` returns.
+
+    Attributes
+    ----------
+    x : ndarray
+        The returned solution (best aggregated observed point of the run).
+    fun : float
+        Its aggregated observed value.
+    nfev : int
+        Oracle calls used (== the budget for a complete run).
+    ngen : int
+        Generations completed.
+    history : list of dict
+        Per-generation log (calls so far, re-evaluation calls, sigma, best value).
+    method : str
+    info : dict
+        Method-specific extras (restarts, probe statistic, noise model...).
+    """
+
+    x: np.ndarray
+    fun: float
+    nfev: int
+    ngen: int
+    history: list = field(default_factory=list)
+    method: str = ""
+    info: dict = field(default_factory=dict)
