@@ -9,6 +9,7 @@ Ong et al. "RouteLLM: Learning to Route LLMs with Preference Data", 2024 (data s
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -24,6 +25,7 @@ __all__ = ["make_routing_benchmark", "load_routellm_mmlu", "load_routellm_gsm8k"
 ROUTELLM_MODELS = ("mistralai/Mixtral-8x7B-Instruct-v0.1", "gpt-4-1106-preview")
 _MMLU_FILE = "routellm_mmlu.csv.gz"
 _GSM8K_FILE = "routellm_gsm8k_responses.csv.gz"
+_NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?")
 
 # generative constants of spec §5 (named, not bare literals in the math)
 _CENTRE_SCALE = 1.5
@@ -158,8 +160,9 @@ def load_routellm_mmlu(path: str | Path | None = None) -> Bunch:
 def load_routellm_gsm8k(path: str | Path | None = None) -> Bunch:
     """RouteLLM's GSM8K responses of Mixtral-8x7B-Instruct and GPT-4-1106 (K = 2).
 
-    The final answer of each response is the text after its last ``####`` (None when the
-    model did not follow the format).
+    The final answer of each response is the text after its last ``####`` when the model
+    followed GSM8K's format, else the last number in the response (GPT-4's responses rarely
+    use ``####``); None when there is neither.
 
     Parameters
     ----------
@@ -181,9 +184,12 @@ def load_routellm_gsm8k(path: str | Path | None = None) -> Bunch:
     responses = frame[cols].astype(object).to_numpy()
 
     def final(text):
-        if not isinstance(text, str) or "####" not in text:
+        if not isinstance(text, str):
             return None
-        return text.rsplit("####", 1)[1].strip() or None
+        if "####" in text:
+            return text.rsplit("####", 1)[1].strip() or None
+        numbers = _NUMBER.findall(text)
+        return numbers[-1] if numbers else None
 
     answers = np.vectorize(final, otypes=[object])(responses)
     return Bunch(prompts=frame["prompt"].astype(str).tolist(), Y=Y, responses=responses,
