@@ -1,0 +1,916 @@
+"""The grading pipeline of our NL2Repo-Bench harness (spec §2.5).
+
+prepare → agent phase (sandboxed) → sanitize → offline non-editable install + audit →
+import check → hidden pytest suite with JUnit XML and canary tests → score against the
+frozen manifest → failure-mode label. Aggregation over tasks and runs in :class:`Results`.
+
+References
+----------
+Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of
+Coding Agents", ICML 2026 (arXiv:2512.12730). The official grader's regex scoring is
+:func:`icml26.nl2repo.baselines.score_legacy`; its documented defects (no shell, wrong
+denominators, leaked tests, forgeable text parsing) are fixed here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import select
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .sandbox import NoSandbox, ProcResult, Tail, kill_process_group, make_sandbox
+from .task import Limits, Task, tasks_root
+
+__all__ = ["AgentSpec", "AgentRun", "GradeReport", "Results", "run_agent", "grade", "evaluate",
+           "parse_junit", "mangle_node_id", "check_manifest", "build_manifest", "LABELS",
+           "PACKAGING_FILES"]
+
+PACKAGING_FILES = frozenset({
+    "setup.py", "pyproject.toml", "setup.cfg", "requirements.txt", "requirements-dev.txt",
+    "requirements-test.txt", "tox.ini", "pytest.ini", "poetry.lock", "Pipfile", "Pipfile.lock",
+    "environment.yml", "conda-env.yaml", "MANIFEST.in"})
+ALWAYS_REMOVED = frozenset({"conftest.py", "pytest.ini", "tox.ini", "sitecustomize.py",
+                            "usercustomize.py"})
+PROTECTED_NAMES = frozenset({"pytest", "_pytest", "pluggy", "iniconfig", "packaging", "conftest",
+                             "py", "icml26", "sitecustomize", "usercustomize", "_nl2repo_base"})
+LABELS = ("no_output", "tamper", "install_failed", "import_failed", "workspace_invalid",
+          "timeout", "resource_killed", "step_limit", "test_timeout", "premature_finish",
+          "collection_errors", "partial", "complete")
+TOOL_OUTPUT_CHARS = 10_000
+PREMATURE_FRACTION = 0.25
+DEFAULT_MAX_STEPS = 500
+IMPORT_TIMEOUT_S = 60.0
+MAX_JUNIT_BYTES = 64 << 20
+CANARY_FAIL, CANARY_ERROR = 3, 1
+
+
+# -- agents ------------------------------------------------------------------------------
+
+@dataclass
+class AgentSpec:
+    """Any agent: a command run in the workspace, or a JSON-lines step-protocol driver.
+
+    Parameters
+    ----------
+    argv : list of str
+        The command (``argv[0]`` must be an executable file or on ``PATH``).
+    env : dict of str to str
+        Extra environment variables (the rest of the environment is not inherited).
+    protocol : {"subprocess", "steps"}
+        ``subprocess``: the agent works in ``$NL2REPO_WORKSPACE`` on its own.
+        ``steps``: it sends ``{"tool": "bash"|"write_file"|"read_file"|"finish", ...}``
+        lines on stdout, gets one JSON reply per line on stdin, and has no direct
+        access to the workspace (step counts and ``max_steps`` become observable).
+    data : path, optional
+        A folder copied into the run and exposed read-only as ``$NL2REPO_AGENT_DATA``
+        (model files, or the reference solution for the oracle agents).
+    name : str
+        Label used in results (default: ``argv[0]``'s name).
+
+    Examples
+    --------
+    >>> AgentSpec(["python3", "-c", "print('hi')"]).name
+    'python3'
+    """
+
+    argv: list
+    env: dict = field(default_factory=dict)
+    protocol: str = "subprocess"
+    data: Path | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.argv, (list, tuple)) or not self.argv:
+            raise ValueError(f"argv must be a non-empty list of str, got {self.argv!r}")
+        if not all(isinstance(a, str) for a in self.argv):
+            raise ValueError(f"argv must contain only str, got {self.argv!r}")
+        self.argv = list(self.argv)
+        exe = self.argv[0]
+        if os.sep in exe:
+            if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+                raise ValueError(f"argv[0] {exe!r} is not an executable file")
+        elif shutil.which(exe) is None:
+            raise ValueError(f"argv[0] {exe!r} was not found on PATH")
+        if self.protocol not in ("subprocess", "steps"):
+            raise ValueError(f"protocol must be 'subprocess' or 'steps', got {self.protocol!r}")
+        if not isinstance(self.env, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.env.items()):
+            raise ValueError("env must map str to str")
+        if self.data is not None and not Path(self.data).is_dir():
+            raise ValueError(f"data must be an existing folder, got {self.data}")
+        if not self.name:
+            self.name = Path(exe).name
+
+
+@dataclass
+class AgentRun:
+    """What the agent phase did (exit code, wall time, limits hit, steps)."""
+
+    returncode: int | None
+    wall_s: float
+    timed_out: bool
+    killed_by_limit: bool
+    steps: int | None
+    finished: bool
+    step_limit_hit: bool
+    isolation: str
+    stdout: str = ""
+    stderr: str = ""
+    max_steps: int | None = None
+    wall_budget_s: float = 0.0
+
+
+def _base_env(home: Path, tmp: Path, extra: dict | None = None) -> dict:
+    bindir = Path(sys.executable).parent
+    env = {"PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
+           "TMPDIR": str(tmp), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1", "PIP_NO_INDEX": "1",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
+    env.update(extra or {})
+    return env
+
+
+def _hidden_for(task: Task) -> list[Path]:
+    hidden = [tasks_root()]
+    for p in (task.root, task.tests_dir, task.reference_dir):
+        if p is not None and not _is_within(Path(p), tasks_root()):
+            hidden.append(Path(p))
+    return [p for p in hidden if p.exists()]
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _resolve_sandbox(sandbox):
+    if sandbox is None or isinstance(sandbox, str):
+        return make_sandbox(sandbox or "auto")
+    return sandbox
+
+
+def _resolve_limits(task: Task, limits: Limits | None, sandbox) -> Limits:
+    limits = limits or task.limits
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
+    if limits.network and sandbox.isolation != "none":
+        raise ValueError("limits.network=True is only accepted with sandbox='none'")
+    return limits
+
+
+def run_agent(task: Task, agent: AgentSpec, workdir, *, limits: Limits | None = None,
+              sandbox=None) -> AgentRun:
+    """Run one agent on one task in a fresh workspace under ``workdir`` (spec §2.5 steps 1–2).
+
+    The workspace ``workdir/workspace`` starts with only ``REQUIREMENTS.md``; the task's
+    hidden assets are covered by empty mounts; ``HOME`` and ``TMPDIR`` are private.
+
+    Parameters
+    ----------
+    task : Task
+    agent : AgentSpec
+    workdir : path
+        An empty folder owned by this run.
+    limits : Limits, optional
+        Default: ``task.limits``.
+    sandbox : Sandbox or str, optional
+        A backend or its name (default ``"auto"``).
+
+    Returns
+    -------
+    AgentRun
+    """
+    box = _resolve_sandbox(sandbox)
+    limits = _resolve_limits(task, limits, box)
+    if not isinstance(agent, AgentSpec):
+        raise TypeError(f"agent must be an AgentSpec, got {type(agent).__name__}")
+    workdir = Path(workdir)
+    ws, home, tmp = workdir / "workspace", workdir / "home", workdir / "tmp"
+    for d in (ws, home, tmp):
+        d.mkdir(parents=True, exist_ok=False)
+    shutil.copyfile(task.requirements, ws / "REQUIREMENTS.md")
+    ro = []
+    data = workdir / "agent_data"
+    if agent.data is not None:
+        shutil.copytree(agent.data, data, symlinks=True)
+        ro.append(data)
+    events = home / "events.jsonl"
+    deadline = time.time() + limits.wall_s
+    env = _base_env(home, tmp, {
+        "NL2REPO_REQUIREMENTS": str(ws / "REQUIREMENTS.md"), "NL2REPO_WORKSPACE": str(ws),
+        "NL2REPO_DEADLINE": f"{deadline:.0f}", "NL2REPO_EVENTS": str(events),
+        "NL2REPO_AGENT_DATA": str(data), "NL2REPO_PACKAGE": task.package})
+    env.update(agent.env)
+    hidden = _hidden_for(task)
+    if agent.protocol == "steps":
+        return _run_steps(task, agent, box, limits, env, ws, home, tmp, ro, hidden, workdir)
+    res = box.run(agent.argv, cwd=ws, env=env, limits=limits, rw_paths=[ws, home, tmp],
+                  hidden_paths=hidden, ro_paths=ro)
+    steps = None
+    if events.is_file():
+        with open(events, "rb") as fh:
+            steps = sum(1 for _ in fh)
+    return AgentRun(res.returncode, res.wall_s, res.timed_out, res.killed_by_limit, steps,
+                    finished=not res.timed_out and not res.killed_by_limit, step_limit_hit=False,
+                    isolation=box.isolation, stdout=res.text("stdout")[-20000:],
+                    stderr=res.text("stderr")[-20000:], max_steps=limits.max_steps,
+                    wall_budget_s=limits.wall_s)
+
+
+def _safe_path(ws: Path, rel: str) -> Path:
+    target = (ws / rel).resolve()
+    if not _is_within(target, ws):
+        raise ValueError(f"path {rel!r} leaves the workspace")
+    return target
+
+
+def _execute_tool(request: dict, box, limits, env, ws, home, tmp, hidden) -> dict:
+    tool = request.get("tool")
+    if tool == "bash":
+        cmd = request.get("cmd")
+        if not isinstance(cmd, str):
+            return {"ok": False, "error": "bash needs a string 'cmd'"}
+        res = box.run(["bash", "-c", cmd], cwd=ws, env=env, limits=limits,
+                      rw_paths=[ws, home, tmp], hidden_paths=hidden,
+                      timeout_s=limits.tool_timeout_s)
+        out = (res.text("stdout") + res.text("stderr"))[-TOOL_OUTPUT_CHARS:]
+        return {"ok": res.returncode == 0, "exit_code": res.returncode,
+                "timed_out": res.timed_out, "output": out}
+    if tool == "write_file":
+        try:
+            target = _safe_path(ws, str(request.get("path", "")))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(request.get("content", "")), encoding="utf-8")
+            return {"ok": True}
+        except (ValueError, OSError) as exc:
+            return {"ok": False, "error": str(exc)}
+    if tool == "read_file":
+        try:
+            target = _safe_path(ws, str(request.get("path", "")))
+            return {"ok": True, "content": target.read_text(encoding="utf-8",
+                                                            errors="replace")[:TOOL_OUTPUT_CHARS]}
+        except (ValueError, OSError) as exc:
+            return {"ok": False, "error": str(exc)}
+    return {"ok": False, "error": f"unknown tool {tool!r}; tools: bash, write_file, read_file, finish"}
+
+
+def _run_steps(task, agent, box, limits, env, ws, home, tmp, ro, hidden, workdir) -> AgentRun:
+    """Drive a step-protocol agent: it only acts through tool calls the harness executes."""
+    max_steps = limits.max_steps or DEFAULT_MAX_STEPS
+    ctl = workdir / "controller"
+    ctl.mkdir()
+    agent_env = {**env, "NL2REPO_WORKSPACE": "", "NL2REPO_MAX_STEPS": str(max_steps)}
+    start = time.monotonic()
+    proc = box.spawn(agent.argv, cwd=ctl, env=agent_env, limits=limits, rw_paths=[ctl, tmp],
+                     hidden_paths=[*hidden, ws], ro_paths=ro)
+    err = Tail(proc.stderr)
+    steps, finished, step_limit, timed_out = 0, False, False, False
+    log = []
+    buf = b""
+    fd = proc.stdout.fileno()
+    while True:
+        remaining = limits.wall_s - (time.monotonic() - start)
+        if remaining <= 0:
+            timed_out = True
+            break
+        if b"\n" not in buf:
+            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break  # the agent closed its stdout (it exited)
+            buf += chunk
+            if len(buf) > (16 << 20):
+                break
+            continue
+        line, buf = buf.split(b"\n", 1)
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            reply = {"ok": False, "error": "each line must be one JSON object"}
+            request = None
+        if request is not None and request.get("tool") == "finish":
+            finished = True
+            break
+        if request is not None:
+            if steps >= max_steps:
+                step_limit = True
+                break
+            steps += 1
+            reply = _execute_tool(request, box, limits, env, ws, home, tmp, hidden)
+            log.append({"step": steps, "tool": request.get("tool"), "ok": reply.get("ok")})
+        try:
+            proc.stdin.write((json.dumps(reply) + "\n").encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            break
+    if proc.poll() is None and finished:
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=5)
+        except (subprocess.TimeoutExpired, OSError):
+            pass
+    kill_process_group(proc)
+    wall = time.monotonic() - start
+    (home / "steps.json").write_text(json.dumps(log))
+    return AgentRun(proc.returncode, wall, timed_out, False, steps, finished=finished,
+                    step_limit_hit=step_limit, isolation=box.isolation,
+                    stderr=err.value().decode("utf-8", "replace")[-20000:], max_steps=max_steps,
+                    wall_budget_s=limits.wall_s)
+
+
+# -- grading -----------------------------------------------------------------------------
+
+@dataclass
+class GradeReport:
+    """The grade of one workspace (spec §2.5 steps 3–7).
+
+    Attributes
+    ----------
+    score : float
+        ``|{n ∈ M : passed}| / |M|`` (no cap).
+    outcomes : dict
+        Node ID → ``passed`` | ``failed`` | ``error`` | ``skipped`` | ``missing``.
+    label : str
+        The failure-mode label (first match in :data:`LABELS`).
+    flags : list of str
+        Audit findings (``tamper:…``, ``removed:…``, ``invalid:…``).
+    """
+
+    task_id: str
+    score: float
+    label: str
+    install_ok: bool
+    import_ok: bool
+    outcomes: dict
+    flags: list
+    unexpected_tests: int
+    collection_errors: int
+    n_passed: int
+    n_total: int
+    canaries: dict
+    isolation: str
+    install_s: float = 0.0
+    pytest_s: float = 0.0
+    test_wall_s: float = 0.0
+    parse_score_s: float = 0.0
+    total_s: float = 0.0
+    test_timed_out: bool = False
+    test_stdout: str = ""
+    install_log: str = ""
+    reported: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _InvalidWorkspace(Exception):
+    pass
+
+
+def _copy_workspace(src: Path, dst: Path, cap_bytes: int) -> int:
+    """Copy ``src`` to ``dst`` keeping symlinks as links; refuse escapes and special files."""
+    total = 0
+    root = src.resolve()
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        rel_dir = Path(dirpath).relative_to(src)
+        (dst / rel_dir).mkdir(parents=True, exist_ok=True)
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            st = os.lstat(path)
+            target = dst / rel_dir / name
+            if stat.S_ISLNK(st.st_mode):
+                link = os.readlink(path)
+                resolved = (path.parent / link).resolve() if not os.path.isabs(link) else Path(link).resolve()
+                if not _is_within(resolved, root):
+                    raise _InvalidWorkspace(f"invalid:symlink_escape:{rel_dir / name}->{link}")
+                os.symlink(link, target)
+                if name in dirnames:
+                    dirnames.remove(name)
+            elif stat.S_ISDIR(st.st_mode):
+                continue
+            elif stat.S_ISREG(st.st_mode):
+                total += st.st_size
+                if total > cap_bytes:
+                    raise _InvalidWorkspace(f"invalid:workspace_over_{cap_bytes >> 20}MiB")
+                shutil.copyfile(path, target)
+            else:
+                raise _InvalidWorkspace(f"invalid:special_file:{rel_dir / name}")
+    return total
+
+
+def _sanitize(task: Task, tree: Path) -> list[str]:
+    removed = []
+    for deleted in task.deleted_paths:
+        p = tree / deleted
+        if _is_within(p, tree) and (p.exists() or p.is_symlink()):
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            removed.append(f"removed:{deleted}")
+    for path in sorted(tree.rglob("*"), reverse=True):
+        if not (path.exists() or path.is_symlink()):
+            continue
+        name = path.name
+        drop = name in ALWAYS_REMOVED or name.endswith(".pth") or (
+            task.replace_packaging and name in PACKAGING_FILES)
+        if drop and not path.is_dir():
+            path.unlink()
+            removed.append(f"removed:{path.relative_to(tree).as_posix()}")
+    if task.replace_packaging and task.packaging_dir is not None:
+        shutil.copytree(task.packaging_dir, tree, dirs_exist_ok=True)
+    return removed
+
+
+def _site_packages(venv: Path) -> Path:
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return venv / "lib" / ver / "site-packages"
+
+
+def _make_venv(venv: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
+                    str(venv)], check=True, capture_output=True, timeout=120)
+    site = _site_packages(venv)
+    # Bridge to the harness's own environment (pytest, pip, setuptools, allowed deps).
+    paths = [p for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}]
+    (site / "_nl2repo_base.pth").write_text("\n".join(paths) + "\n")
+    return site
+
+
+def _snapshot(site: Path) -> set[str]:
+    return {p.name for p in site.iterdir()} if site.is_dir() else set()
+
+
+def _audit(site: Path, before: set[str]) -> list[str]:
+    flags = []
+    stdlib = set(sys.stdlib_module_names)
+    for name in sorted(_snapshot(site) - before):
+        path = site / name
+        if name.endswith(".pth"):
+            flags.append(f"tamper:pth_file:{name}")
+            continue
+        if name.endswith(".dist-info"):
+            ep = path / "entry_points.txt"
+            if ep.is_file() and "[pytest11]" in ep.read_text(errors="replace"):
+                flags.append(f"tamper:pytest_plugin_entry_point:{name}")
+            continue
+        if name.endswith((".egg-info", ".data")) or name == "__pycache__":
+            continue
+        top = name.split(".", 1)[0]
+        if top in ("sitecustomize", "usercustomize"):
+            flags.append(f"tamper:{top}")
+        elif top in PROTECTED_NAMES or top in stdlib:
+            flags.append(f"tamper:shadows:{top}")
+    return flags
+
+
+def mangle_node_id(node_id: str) -> tuple[str, str]:
+    """The JUnit ``(classname, name)`` pytest writes for a node ID (as ``_pytest.junitxml``)."""
+    path, bracket, params = node_id.partition("[")
+    names = path.split("::")
+    names[0] = names[0].replace("/", ".")
+    if names[0].endswith(".py"):
+        names[0] = names[0][:-3]
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
+
+
+def unmangle_node_id(classname: str, name: str, files) -> str:
+    """Inverse of :func:`mangle_node_id` given the test files (``a/test_b.py``) of the suite."""
+    dotted = {f[:-3].replace("/", "."): f for f in files}
+    parts = classname.split(".") if classname else []
+    for cut in range(len(parts), 0, -1):
+        mod = ".".join(parts[:cut])
+        if mod in dotted:
+            return "::".join([dotted[mod], *parts[cut:], name])
+    return "::".join([*parts, name]) if parts else name
+
+
+_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+
+
+def parse_junit(path: Path) -> tuple[dict, float, int, bool]:
+    """Parse a JUnit XML file into ``{(classname, name): outcome}``.
+
+    Returns
+    -------
+    outcomes : dict
+    pytest_seconds : float
+        The suite duration pytest reported.
+    collection_errors : int
+    ok : bool
+        False when the file is missing, too large or malformed (pytest killed).
+    """
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_JUNIT_BYTES:
+            return {}, 0.0, 0, False
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError):
+        return {}, 0.0, 0, False
+    outcomes: dict = {}
+    seconds, coll = 0.0, 0
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    for suite in suites:
+        try:
+            seconds += float(suite.get("time", 0.0))
+        except ValueError:
+            pass
+        for case in suite.iter("testcase"):
+            key = (case.get("classname", ""), case.get("name", ""))
+            if case.find("error") is not None:
+                outcome = "error"
+                msg = case.find("error").get("message", "")
+                if "collection failure" in msg:
+                    coll += 1
+            elif case.find("failure") is not None:
+                outcome = "failed"
+            elif case.find("skipped") is not None:
+                outcome = "skipped"
+            else:
+                outcome = "passed"
+            prev = outcomes.get(key)
+            if prev is None or _RANK[outcome] > _RANK[prev]:
+                outcomes[key] = outcome
+    return outcomes, seconds, coll, True
+
+
+def _canary_source(package: str, nonce: str) -> str:
+    fails = "\n".join(f"def test_canary_fail_{i}_{nonce}():\n    assert {i} == -1\n"
+                      for i in range(CANARY_FAIL))
+    return (f'"""Harness canaries: must fail / error whatever the package does."""\n'
+            f"import pytest\nimport {package}  # noqa: F401  (the package runs before the canaries)\n\n"
+            f"{fails}\n\n@pytest.fixture\ndef broken_fixture_{nonce}():\n"
+            f"    raise LookupError('canary fixture')\n\n\n"
+            f"def test_canary_error_{nonce}(broken_fixture_{nonce}):\n    pass\n")
+
+
+def _label(report: dict, run: AgentRun | None) -> str:
+    if report["no_output"]:
+        return "no_output"
+    if any(f.startswith("tamper") for f in report["flags"]):
+        return "tamper"
+    if report["invalid"]:
+        return "workspace_invalid"
+    if not report["install_ok"]:
+        return "install_failed"
+    if not report["import_ok"]:
+        return "import_failed"
+    if run is not None:
+        if run.timed_out:
+            return "timeout"
+        if run.killed_by_limit:
+            return "resource_killed"
+        if run.step_limit_hit:
+            return "step_limit"
+    if report["test_timed_out"]:
+        return "test_timeout"
+    score = report["score"]
+    if run is not None and score < 1 and run.finished and run.steps is not None:
+        budget = run.max_steps or DEFAULT_MAX_STEPS
+        if (run.steps < PREMATURE_FRACTION * budget
+                and run.wall_s < PREMATURE_FRACTION * run.wall_budget_s):
+            return "premature_finish"
+    if report["collection_errors"] > 0 and score < 1:
+        return "collection_errors"
+    return "complete" if score == 1 else "partial"
+
+
+def grade(task: Task, workspace, *, sandbox=None, limits: Limits | None = None,
+          agent_run: AgentRun | None = None, workdir=None) -> GradeReport:
+    """Grade a workspace against the task's hidden suite and frozen manifest.
+
+    Parameters
+    ----------
+    task : Task
+    workspace : path
+        The agent's workspace (never modified; a sanitized copy is graded).
+    sandbox : Sandbox or str, optional
+    limits : Limits, optional
+    agent_run : AgentRun, optional
+        The agent phase's record, for the failure-mode label.
+    workdir : path, optional
+        Where to build the grading copy, venv and report (default: a temp folder,
+        removed afterwards).
+
+    Returns
+    -------
+    GradeReport
+
+    Notes
+    -----
+    ``s = |{n ∈ M : outcome(n) = passed}| / |M|``; nodes outside ``M`` are ignored and
+    counted in ``unexpected_tests``. Nothing the agent wrote is read for scoring: the
+    JUnit report path lies outside its reach during the agent phase, and output text is
+    stored, never parsed.
+    """
+    t_start = time.perf_counter()
+    box = _resolve_sandbox(sandbox)
+    limits = _resolve_limits(task, limits, box)
+    workspace = Path(workspace)
+    if not workspace.is_dir():
+        raise ValueError(f"workspace {workspace} is not a folder")
+    own_dir = workdir is None
+    gdir = Path(tempfile.mkdtemp(prefix="nl2repo-grade-")) if own_dir else Path(workdir)
+    try:
+        return _grade(task, workspace, box, limits, agent_run, gdir, t_start)
+    finally:
+        if own_dir:
+            shutil.rmtree(gdir, ignore_errors=True)
+
+
+def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeReport:
+    src, venv, tests, reports, tmp, home = (gdir / n for n in
+                                            ("src", "venv", "tests", "reports", "tmp", "home"))
+    for d in (reports, tmp, home):
+        d.mkdir(parents=True, exist_ok=True)
+    state = {"no_output": False, "flags": [], "invalid": False, "install_ok": False,
+             "import_ok": False, "test_timed_out": False, "collection_errors": 0, "score": 0.0}
+    outcomes = {n: "missing" for n in task.manifest.tests}
+    canaries: dict = {}
+    unexpected = 0
+    install_s = pytest_s = test_wall = parse_s = 0.0
+    test_stdout = install_log = ""
+    reported: dict = {}
+    env = _base_env(home, tmp)
+    hidden = _hidden_for(task)
+    try:
+        _copy_workspace(workspace, src, limits.workspace_mb << 20)
+    except _InvalidWorkspace as exc:
+        state["invalid"] = True
+        state["flags"].append(str(exc))
+    if not state["invalid"]:
+        state["flags"] += _sanitize(task, src)
+        state["no_output"] = not any(p.suffix == ".py" for p in src.rglob("*.py"))
+    else:
+        state["no_output"] = not any(p.suffix == ".py" and not p.is_symlink()
+                                     for p in workspace.rglob("*.py"))
+    proceed = not state["invalid"] and not state["no_output"]
+    if proceed:
+        t0 = time.perf_counter()
+        site = _make_venv(venv)
+        before = _snapshot(site)
+        py = str(venv / "bin" / "python")
+        res = box.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                       "--no-deps", "--no-cache-dir", "--disable-pip-version-check", "--no-warn-conflicts",
+                       "--no-compile", "-q", str(src)],
+                      cwd=src, env=env, limits=limits, rw_paths=[src, venv, tmp, home],
+                      hidden_paths=hidden, timeout_s=limits.install_timeout_s)
+        install_s = time.perf_counter() - t0
+        install_log = (res.text("stdout") + res.text("stderr"))[-5000:]
+        state["install_ok"] = res.returncode == 0 and not res.timed_out
+        if state["install_ok"]:
+            state["flags"] += _audit(site, before)
+        tampered = any(f.startswith("tamper") for f in state["flags"])
+        if state["install_ok"] and not tampered:
+            res = box.run([py, "-I", "-c", f"import {task.package}"], cwd=tmp, env=env,
+                          limits=limits, rw_paths=[tmp, home], ro_paths=[venv],
+                          hidden_paths=hidden, timeout_s=IMPORT_TIMEOUT_S)
+            state["import_ok"] = res.returncode == 0 and not res.timed_out
+            if not state["import_ok"]:
+                install_log += "\n[import check]\n" + res.text("stderr")[-3000:]
+        if state["import_ok"]:
+            shutil.copytree(task.tests_dir, tests, ignore=shutil.ignore_patterns("__pycache__"))
+            nonce = secrets.token_hex(4)
+            canary_file = f"test_zz_canary_{nonce}.py"
+            (tests / canary_file).write_text(_canary_source(task.package, nonce))
+            canary_ids = [f"{canary_file}::test_canary_fail_{i}_{nonce}" for i in range(CANARY_FAIL)]
+            canary_err = f"{canary_file}::test_canary_error_{nonce}"
+            junit = reports / "junit.xml"
+            test_env = {**env, "PATH": f"{venv / 'bin'}:{env['PATH']}",
+                        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_TESTS": str(tests)}
+            t0 = time.perf_counter()
+            res = box.run([py, "-I", "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
+                           "-o", "junit_family=xunit1", "--rootdir", str(tests),
+                           "--junitxml", str(junit), "-q", "--continue-on-collection-errors",
+                           str(tests)],
+                          cwd=tests, env=test_env, limits=limits,
+                          rw_paths=[reports, tmp, home], ro_paths=[venv, tests],
+                          hidden_paths=hidden, timeout_s=limits.test_timeout_s)
+            test_wall = time.perf_counter() - t0
+            test_stdout = res.text("stdout")[-20000:]
+            t0 = time.perf_counter()
+            parsed, pytest_s, state["collection_errors"], ok = parse_junit(junit)
+            state["test_timed_out"] = res.timed_out or not ok
+            mangled = {mangle_node_id(n): n for n in task.manifest.tests}
+            for key, outcome in parsed.items():
+                if key in mangled:
+                    outcomes[mangled[key]] = outcome
+            files = [p.relative_to(tests).as_posix() for p in tests.rglob("test_*.py")]
+            reported = {unmangle_node_id(c, n, files): o for (c, n), o in parsed.items()}
+            canary_keys = {mangle_node_id(c): c for c in [*canary_ids, canary_err]}
+            canary_file_key = ("", canary_file[:-3])
+            # File-level collection reports (empty classname) are not test nodes.
+            unexpected = sum(1 for k in parsed if k not in mangled and k not in canary_keys
+                             and k != canary_file_key and k[0] != "")
+            canaries = {c: parsed.get(k, "missing") for k, c in canary_keys.items()}
+            expected = {**{c: "failed" for c in canary_ids}, canary_err: "error"}
+            canary_ok = canaries == expected
+            n_pass = sum(1 for v in outcomes.values() if v == "passed")
+            if any(v in ("passed", "skipped") for v in canaries.values()) or (
+                    not canary_ok and n_pass > 0):
+                state["flags"].append("tamper:canary")
+            parse_s = time.perf_counter() - t0
+    tampered = any(f.startswith("tamper") for f in state["flags"])
+    n_pass = sum(1 for v in outcomes.values() if v == "passed")
+    score = 0.0 if (tampered or not state["import_ok"]) else n_pass / len(task.manifest)
+    state["score"] = score
+    label = _label(state, agent_run)
+    return GradeReport(task.id, score, label, state["install_ok"], state["import_ok"], outcomes,
+                       state["flags"], unexpected, state["collection_errors"],
+                       n_pass if not tampered else 0, len(task.manifest), canaries,
+                       box.isolation, install_s, pytest_s, test_wall, parse_s,
+                       time.perf_counter() - t_start, state["test_timed_out"], test_stdout,
+                       install_log, reported)
+
+
+# -- manifests ---------------------------------------------------------------------------
+
+def build_manifest(task: Task, *, sandbox=None, limits=None) -> list[str]:
+    """Node IDs that pass when the reference solution is graded in this harness.
+
+    Used at task-build time to freeze ``manifest.json`` (skipped and failing tests are
+    excluded, fixing the official denominator drift).
+    """
+    if task.reference_dir is None:
+        raise ValueError(f"task {task.id!r} has no reference solution to build a manifest from")
+    report = grade(task, task.reference_dir, sandbox=sandbox, limits=limits)
+    canary = "test_zz_canary_"
+    return sorted(n for n, o in report.reported.items()
+                  if o == "passed" and not n.startswith(canary))
+
+
+def check_manifest(task: Task, *, sandbox=None, limits=None) -> GradeReport:
+    """Grade the reference; raise :class:`ManifestMismatchError` unless it passes all of ``M``."""
+    from .task import ManifestMismatchError
+
+    if task.reference_dir is None:
+        raise ValueError(f"task {task.id!r} has no reference solution to validate against")
+    report = grade(task, task.reference_dir, sandbox=sandbox, limits=limits)
+    failing = [n for n, o in report.outcomes.items() if o != "passed"]
+    if failing:
+        raise ManifestMismatchError(task.id, failing)
+    return report
+
+
+# -- evaluation and aggregation ----------------------------------------------------------
+
+def _bootstrap_ci(values_by_task: list[float], n_resamples: int = 2000, seed: int = 0):
+    import numpy as np
+
+    vals = np.asarray(values_by_task, dtype=float)
+    if vals.size == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    means = vals[rng.integers(0, vals.size, size=(n_resamples, vals.size))].mean(axis=1)
+    return (float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)))
+
+
+@dataclass
+class Results:
+    """Per-run records of :func:`evaluate` and their aggregates (spec §2.5 "Aggregates")."""
+
+    records: list = field(default_factory=list)
+    agent: str = ""
+    isolation: str = ""
+
+    def summary(self) -> dict:
+        """Average / fully-passed / micro pass rates, install rate, per-category, CI, labels."""
+        if not self.records:
+            raise ValueError("no records to summarize")
+        by_task: dict = {}
+        for r in self.records:
+            by_task.setdefault(r["task_id"], []).append(r)
+        task_means = [sum(r["score"] for r in rs) / len(rs) for rs in by_task.values()]
+        full = [sum(r["score"] == 1.0 for r in rs) / len(rs) for rs in by_task.values()]
+        cats: dict = {}
+        for tid, rs in by_task.items():
+            cats.setdefault(rs[0]["category"], []).append(sum(r["score"] for r in rs) / len(rs))
+        modes: dict = {}
+        for r in self.records:
+            modes[r["label"]] = modes.get(r["label"], 0) + 1
+        return {
+            "avg_pass_rate": sum(task_means) / len(task_means),
+            "fully_passed_rate": sum(full) / len(full),
+            "micro_pass_rate": sum(r["n_passed"] for r in self.records)
+            / sum(r["n_total"] for r in self.records),
+            "install_rate": sum(r["install_ok"] for r in self.records) / len(self.records),
+            "per_category": {c: sum(v) / len(v) for c, v in cats.items()},
+            "ci95": _bootstrap_ci(task_means),
+            "failure_modes": modes,
+            "n_runs": len(self.records),
+            "n_tasks": len(by_task),
+            "isolation": self.isolation,
+        }
+
+    def to_json(self, path) -> Path:
+        """Write records + summary atomically (a crash never leaves a half-written file)."""
+        path = Path(path)
+        payload = {"agent": self.agent, "isolation": self.isolation,
+                   "summary": self.summary() if self.records else None, "records": self.records}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(payload, fh, indent=1, default=str)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+
+def run_record(task: Task, agent: AgentSpec, run: AgentRun, report: GradeReport) -> dict:
+    """One JSON-serialisable record of an (agent, task, run)."""
+    rec = report.to_dict()
+    rec.update({"agent": agent.name, "category": task.category, "agent_wall_s": run.wall_s,
+                "agent_returncode": run.returncode, "agent_timed_out": run.timed_out,
+                "agent_killed_by_limit": run.killed_by_limit, "steps": run.steps,
+                "finished": run.finished, "step_limit_hit": run.step_limit_hit,
+                "agent_stdout": run.stdout[-4000:], "agent_stderr": run.stderr[-4000:]})
+    return rec
+
+
+def evaluate(tasks, agent, *, runs: int = 1, sandbox="auto", limits: Limits | None = None,
+             out=None, keep_dir=None) -> Results:
+    """Run ``agent`` on every task ``runs`` times and grade each run.
+
+    Parameters
+    ----------
+    tasks : Task or list of Task
+    agent : AgentSpec or callable
+        An agent, or ``agent(task) -> AgentSpec`` (per-task agents such as the oracle).
+    runs : int
+        Repetitions per task (``R``).
+    sandbox : str or Sandbox
+        ``"auto"`` (default), ``"bwrap"``, ``"unshare"``, ``"none"``.
+    limits : Limits, optional
+        Overrides each task's limits.
+    out : path, optional
+        Results JSON, rewritten atomically after every run.
+    keep_dir : path, optional
+        Keep each run's workspace under this folder (default: removed).
+
+    Returns
+    -------
+    Results
+
+    Examples
+    --------
+    >>> from icml26.nl2repo import builtin_tasks, evaluate, reference_agent  # doctest: +SKIP
+    >>> res = evaluate(builtin_tasks(["unitconv"]), reference_agent("oracle"))  # doctest: +SKIP
+    >>> res.summary()["avg_pass_rate"]  # doctest: +SKIP
+    1.0
+    """
+    tasks = [tasks] if isinstance(tasks, Task) else list(tasks)
+    if not tasks or not all(isinstance(t, Task) for t in tasks):
+        raise ValueError("tasks must be a non-empty list of Task")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
+    box = _resolve_sandbox(sandbox)
+    results = Results(isolation=box.isolation)
+    for task in tasks:
+        spec = agent(task) if callable(agent) and not isinstance(agent, AgentSpec) else agent
+        if not isinstance(spec, AgentSpec):
+            raise TypeError(f"agent must be an AgentSpec or return one, got {type(spec).__name__}")
+        results.agent = spec.name
+        for r in range(runs):
+            root = Path(tempfile.mkdtemp(prefix="nl2repo-run-"))
+            try:
+                run = run_agent(task, spec, root / "agent", limits=limits, sandbox=box)
+                report = grade(task, root / "agent" / "workspace", sandbox=box, limits=limits,
+                               agent_run=run, workdir=root / "grade")
+                rec = run_record(task, spec, run, report)
+                rec["run"] = r
+                results.records.append(rec)
+                if keep_dir is not None:
+                    shutil.copytree(root / "agent" / "workspace",
+                                    Path(keep_dir) / f"{task.id}-{spec.name}-{r}", symlinks=True)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+            if out is not None:
+                results.to_json(out)
+    return results
+
+
+_unused = (math, NoSandbox, ProcResult, Callable)
