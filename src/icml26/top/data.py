@@ -1,0 +1,327 @@
+"""Data for the TOP reproduction: the star-graph path-finding task and a stdlib text corpus.
+
+* :func:`make_star_graph_dataset` / :func:`evaluate_star_graph` — the synthetic task of
+  Bachmann & Nagarajan (2024) on which the TOP paper reports that TOP succeeds where NTP,
+  MTP and DS-MTP stay at the Clever-Hans plateau. The generator mirrors the reference
+  ``Next-Token-Failures`` code (spec §5) and carries exact ground truth.
+* :func:`load_stdlib_corpus` + :class:`CharTokenizer` — English prose shipped with Python
+  itself (the language reference topics and stdlib docstrings), so the text LM needs no
+  download. :func:`corpus_sha1` fingerprints it for the results.
+
+References
+----------
+Zuhri, Fuadi & Aji, ICML 2026 (arXiv:2508.19228); Bachmann & Nagarajan, "The pitfalls of
+next-token prediction", ICML 2024.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import io
+import contextlib
+import string
+import sys
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from icml26.core.validation import check_int
+
+__all__ = ["StarGraphDataset", "make_star_graph_dataset", "evaluate_star_graph",
+           "load_stdlib_corpus", "corpus_sha1", "CharTokenizer", "split_corpus"]
+
+
+# -- star graph -----------------------------------------------------------------------
+
+@dataclass
+class StarGraphDataset:
+    """Tokenised star graphs ``u v | u v | ... / s g = s p_1 ... g`` (commas dropped).
+
+    Attributes
+    ----------
+    tokens : LongTensor of shape (n, prefix_len + path_len)
+    prefix_len : int
+        Tokens up to and including ``=`` (``3 d (l-1) + 3``).
+    degree, path_len, num_nodes : int
+    vocab_size : int
+        ``num_nodes + 4``: nodes, then ``|``, ``=``, ``/``, ``$``.
+    ignore_index : int
+    """
+
+    tokens: torch.Tensor
+    prefix_len: int
+    degree: int
+    path_len: int
+    num_nodes: int
+    ignore_index: int = -100
+
+    @property
+    def vocab_size(self) -> int:
+        return self.num_nodes + 4
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+    @property
+    def input_ids(self) -> torch.Tensor:
+        """Model input: ``tokens[:, :-1]``."""
+        return self.tokens[:, :-1]
+
+    @property
+    def labels(self) -> torch.Tensor:
+        """Per-position targets: ignore on the prefix, path tokens from the ``=`` position on."""
+        return self._masked()[:, 1:]
+
+    @property
+    def paths(self) -> torch.Tensor:
+        return self.tokens[:, self.prefix_len:]
+
+    def _masked(self) -> torch.Tensor:
+        masked = self.tokens.clone()
+        masked[:, : self.prefix_len] = self.ignore_index
+        return masked
+
+    def hf_labels(self):
+        """``(labels, lookahead_labels)`` in the Hugging Face convention for the wrappers."""
+        masked = self._masked()
+        return masked[:, :-1], masked[:, -1:]
+
+
+def make_star_graph_dataset(n: int, degree: int, path_len: int, num_nodes: int, seed: int,
+                            ignore_index: int = -100) -> StarGraphDataset:
+    """Sample ``n`` star graphs G(degree, path_len, num_nodes).
+
+    Generative process (per graph): source ``s`` and goal ``g != s`` uniform; ``l - 2``
+    distinct intermediate nodes; ``d - 1`` other arms of ``l - 1`` fresh nodes chained from
+    ``s``; the ``d (l - 1)`` directed edges are shuffled. One uniform random permutation of
+    the nodes per graph supplies all of these draws.
+
+    Parameters
+    ----------
+    n : int
+        Number of graphs.
+    degree : int
+        d >= 1, arms leaving the source.
+    path_len : int
+        l >= 2, nodes on the source -> goal path (both included).
+    num_nodes : int
+        N >= d (l - 1) + 1.
+    seed : int
+
+    Returns
+    -------
+    StarGraphDataset
+
+    Examples
+    --------
+    >>> ds = make_star_graph_dataset(3, degree=2, path_len=4, num_nodes=12, seed=0)
+    >>> ds.tokens.shape, ds.prefix_len
+    (torch.Size([3, 25]), 21)
+
+    References
+    ----------
+    Bachmann & Nagarajan, ICML 2024; Zuhri et al., ICML 2026 (arXiv:2508.19228).
+    """
+    check_int(n, "n", min_value=1)
+    check_int(degree, "degree", min_value=1)
+    check_int(path_len, "path_len", min_value=2)
+    check_int(num_nodes, "num_nodes", min_value=2)
+    check_int(seed, "seed", min_value=0)
+    need = degree * (path_len - 1) + 1
+    if num_nodes < need:
+        raise ValueError(f"num_nodes must be >= degree*(path_len-1)+1 = {need}, got {num_nodes}")
+    rng = np.random.default_rng(seed)
+    perm = np.argsort(rng.random((n, num_nodes)), axis=1)
+    source, goal = perm[:, 0], perm[:, 1]
+    path = np.concatenate([perm[:, :1], perm[:, 2 : path_len], perm[:, 1:2]], axis=1)
+    edges = [np.stack([path[:, i], path[:, i + 1]], axis=1) for i in range(path_len - 1)]
+    arm_nodes = perm[:, path_len : path_len + (degree - 1) * (path_len - 1)]
+    for arm in range(degree - 1):
+        chain = np.concatenate([source[:, None], arm_nodes[:, arm * (path_len - 1):(arm + 1) * (path_len - 1)]], axis=1)
+        edges += [np.stack([chain[:, i], chain[:, i + 1]], axis=1) for i in range(path_len - 1)]
+    edges = np.stack(edges, axis=1)                                  # (n, m, 2)
+    order = np.argsort(rng.random(edges.shape[:2]), axis=1)
+    edges = np.take_along_axis(edges, order[:, :, None], axis=1)
+    bar, eq, slash = num_nodes, num_nodes + 1, num_nodes + 2
+    n_edges = edges.shape[1]
+    edge_tokens = np.concatenate([edges, np.full((n, n_edges, 1), bar)], axis=2).reshape(n, -1)[:, :-1]
+    tokens = np.concatenate([edge_tokens, np.full((n, 1), slash), source[:, None], goal[:, None],
+                             np.full((n, 1), eq), path], axis=1)
+    prefix_len = 3 * n_edges - 1 + 4
+    return StarGraphDataset(torch.as_tensor(tokens, dtype=torch.long), prefix_len, degree,
+                            path_len, num_nodes, ignore_index)
+
+
+@torch.no_grad()
+def evaluate_star_graph(model, dataset: StarGraphDataset, batch_size: int = 256) -> dict:
+    """Greedy-decode the path after each prefix and score it.
+
+    Parameters
+    ----------
+    model : callable
+        ``model(input_ids).logits`` of shape (B, T, V) (any wrapper in this package, or a
+        Hugging Face causal LM).
+    dataset : StarGraphDataset
+    batch_size : int
+
+    Returns
+    -------
+    dict
+        ``exact``: fraction of graphs whose whole greedy path is right; ``per_token``:
+        greedy accuracy at each path index; ``teacher_forced``: accuracy at each path index
+        when the true previous path tokens are given.
+    """
+    check_int(batch_size, "batch_size", min_value=1)
+    was_training = getattr(model, "training", False)
+    if hasattr(model, "eval"):
+        model.eval()
+    prefix, length = dataset.prefix_len, dataset.path_len
+    exact, greedy_hits, forced_hits = 0, torch.zeros(length), torch.zeros(length)
+    for start in range(0, len(dataset), batch_size):
+        tokens = dataset.tokens[start : start + batch_size]
+        truth = tokens[:, prefix:]
+        forced = model(tokens[:, :-1]).logits[:, prefix - 1 :].argmax(-1)
+        forced_hits += (forced == truth).float().sum(0)
+        ids = tokens[:, :prefix]
+        for _ in range(length):
+            nxt = model(ids).logits[:, -1].argmax(-1, keepdim=True)
+            ids = torch.cat([ids, nxt], dim=1)
+        hits = ids[:, prefix:] == truth
+        greedy_hits += hits.float().sum(0)
+        exact += int(hits.all(1).sum())
+    if was_training and hasattr(model, "train"):
+        model.train()
+    n = len(dataset)
+    return {"exact": exact / n, "per_token": (greedy_hits / n).tolist(),
+            "teacher_forced": (forced_hits / n).tolist()}
+
+
+# -- stdlib text corpus ---------------------------------------------------------------
+
+# Modules with import-time side effects (browser, prints, GUI, network) or huge trees.
+_SKIP_MODULES = frozenset({
+    "antigravity", "this", "idlelib", "turtle", "turtledemo", "tkinter", "lib2to3",
+    "ensurepip", "venv", "pydoc_data", "test", "msilib", "winreg", "winsound", "_msi",
+    "nt", "msvcrt", "_winapi", "asyncio.windows_events", "curses", "readline", "sre_compile",
+    "sre_constants", "sre_parse", "crypt", "nis", "spwd", "ossaudiodev", "sqlite3",
+})
+
+
+def _public_docstrings(module) -> list:
+    docs = [inspect.getdoc(module)]
+    for name in sorted(getattr(module, "__all__", None) or dir(module)):
+        if name.startswith("_"):
+            continue
+        obj = getattr(module, name, None)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+            continue
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        docs.append(inspect.getdoc(obj))
+        if inspect.isclass(obj):
+            for attr in sorted(vars(obj)):
+                if not attr.startswith("_") and callable(vars(obj)[attr]):
+                    docs.append(inspect.getdoc(vars(obj)[attr]))
+    return docs
+
+
+def load_stdlib_corpus(python_docs: bool = True, docstrings: bool = True) -> str:
+    """English prose that ships with Python: language-reference topics + stdlib docstrings.
+
+    Deterministic for a given Python build: sorted topics and module names, duplicate
+    texts dropped, pieces joined by blank lines. Record :func:`corpus_sha1` of the result.
+
+    Parameters
+    ----------
+    python_docs : bool
+        Include ``pydoc_data.topics.topics`` (the language reference, ~465k chars).
+    docstrings : bool
+        Include ``inspect.getdoc`` of public stdlib modules, classes and functions.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> len(load_stdlib_corpus(docstrings=False)) > 100_000
+    True
+    """
+    if not (python_docs or docstrings):
+        raise ValueError("at least one of python_docs, docstrings must be True")
+    pieces, seen = [], set()
+
+    def add(text):
+        if text and text.strip() and text not in seen:
+            seen.add(text)
+            pieces.append(text.strip())
+
+    if python_docs:
+        from pydoc_data.topics import topics
+        for key in sorted(topics):
+            add(topics[key])
+    if docstrings:
+        for name in sorted(sys.stdlib_module_names):
+            if name.startswith("_") or name in _SKIP_MODULES:
+                continue
+            try:
+                with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                    warnings.simplefilter("ignore")
+                    module = importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - modules absent from this build are skipped
+                continue
+            for doc in _public_docstrings(module):
+                add(doc)
+    return "\n\n".join(pieces)
+
+
+def corpus_sha1(text: str) -> str:
+    """SHA-1 hex digest of the UTF-8 text (recorded with every E2 result)."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def split_corpus(ids: np.ndarray, fractions=(0.9, 0.05, 0.05)) -> tuple:
+    """Contiguous train/validation/test blocks (90/5/5 by default)."""
+    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9 or min(fractions) <= 0:
+        raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
+    n = len(ids)
+    a = int(n * fractions[0])
+    b = a + int(n * fractions[1])
+    return ids[:a], ids[a:b], ids[b:]
+
+
+class CharTokenizer:
+    """Character tokenizer over a fixed alphabet (default: ``string.printable``, V = 100).
+
+    Characters outside the alphabet map to ``unknown`` (default ``"?"``).
+
+    Examples
+    --------
+    >>> tok = CharTokenizer()
+    >>> tok.decode(tok.encode("hé!"))
+    'h?!'
+    """
+
+    def __init__(self, alphabet: str = string.printable, unknown: str = "?"):
+        if len(set(alphabet)) != len(alphabet) or len(alphabet) < 2:
+            raise ValueError("alphabet must hold at least 2 distinct characters")
+        if unknown not in alphabet:
+            raise ValueError(f"unknown={unknown!r} must be in the alphabet")
+        self.alphabet = alphabet
+        self.unknown = unknown
+        self._index = {c: i for i, c in enumerate(alphabet)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.alphabet)
+
+    def encode(self, text: str) -> np.ndarray:
+        unk = self._index[self.unknown]
+        return np.fromiter((self._index.get(c, unk) for c in text), dtype=np.int64, count=len(text))
+
+    def decode(self, ids) -> str:
+        return "".join(self.alphabet[int(i)] for i in ids)
