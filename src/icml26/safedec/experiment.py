@@ -1,0 +1,566 @@
+"""Reproduction of SafeDec (ICML 2026) at CPU scale: experiments E1–E5 of the spec (§6).
+
+E1 main table (avoid / geofence / free families; Uncon, Filter, Reject(3), HCD, RCD),
+E2 α sweep, E3 dynamics mismatch (with HCD-δ), E4 exact conditioning on a tiny world,
+E5 decode overhead and scaling. All decoders share maps, starts, goals and per-step
+uniforms (common random numbers).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import stats
+
+from ..core.experiment import Claim, Experiment, Part, Result, register
+from ..core.stats import loglog_slope, mean_std, summary_table
+from .data import CELL, GRID, ROT_L, ROT_R, FWD, FAST, BACK, WorldConfig, lattice_step
+from .decoding import SafeDecoder
+from .baselines import RejectionDecoder
+from .exact import exact_sequence_laws, total_variation
+from .policy import NavTransformer
+from .rollout import episodes_for, policy_for, rollout, uniforms_for
+from .stl import Always, And, Predicate
+
+PAPER = ("P. Kapoor, A. Ganlath, M. Clifford, C. Liu, S. Scherer, E. Kang. SafeDec: Constrained "
+         "Decoding for Safe Autoregressive Generalist Robot Navigation Policies. ICML 2026, "
+         "arXiv:2509.01728.")
+METRICS = ("sat", "success", "both", "rho", "cost", "length", "collisions", "interventions", "logp",
+           "infeasible")
+
+
+def _summ(m: dict) -> dict:
+    out = {k: float(np.nanmean(m[k])) for k in METRICS}
+    for k in ("sat", "success", "both"):
+        out[k] *= 100.0
+    out["overhead_ms"] = float(m["overhead_ms"])
+    out["forward_ms"] = float(m["forward_ms"])
+    return out
+
+
+# -- E1: main table --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MainConfig:
+    episodes: int = 200
+    alphas: tuple = (5.0, 10.0)
+    greedy: bool = True
+    n_demos: int = 2000
+    train_steps: int = 800
+    p_on: float = 0.3
+    p_slow: float = 0.25
+    fence_margin_min: float = 0.25
+    fence_margin_max: float = 1.0
+
+
+def _world(config) -> WorldConfig:
+    return WorldConfig(p_on=config.p_on, p_slow=config.p_slow,
+                       fence_margin=(config.fence_margin_min, config.fence_margin_max))
+
+
+def _main_tasks(config):
+    return [{"family": f} for f in ("avoid", "geofence", "free")]
+
+
+def run_main(config: MainConfig, seed: int, task: dict) -> dict:
+    family = task["family"]
+    policy = policy_for(seed, n_demos=config.n_demos, steps=config.train_steps)
+    episodes = episodes_for(seed, config.episodes, _world(config))
+    uniforms = uniforms_for(seed, config.episodes)
+    runs = {"uncon": dict(decoder_name="uncon")}
+    if config.greedy:
+        runs["uncon_greedy"] = dict(decoder_name="uncon", greedy=True)
+    if family != "free":
+        runs.update(filter=dict(decoder_name="filter"), reject=dict(decoder_name="reject", seed=seed),
+                    hcd=dict(decoder_name="hcd"), rcd0=dict(decoder_name="rcd", alpha=0.0))
+        for a in config.alphas:
+            runs[f"rcd{a:g}"] = dict(decoder_name="rcd", alpha=a)
+        if config.greedy:
+            runs["hcd_greedy"] = dict(decoder_name="hcd", greedy=True)
+    out, tokens = {}, {}
+    for name, kw in runs.items():
+        m = rollout(policy, episodes, family, uniforms=uniforms, **kw)
+        out[name] = _summ(m)
+        tokens[name] = m["tokens"]
+    if "rcd0" in tokens:
+        out["rcd0_equals_uncon"] = bool(np.array_equal(tokens["rcd0"], tokens["uncon"]))
+    return {"family": family, "decoders": out, "world": asdict(_world(config))}
+
+
+def _records(jobs, key="decoders"):
+    rows = []
+    for j in jobs:
+        for name, m in j.metrics[key].items():
+            rows.append({"seed": j.seed, "family": j.metrics.get("family", ""), "decoder": name, **m})
+    return pd.DataFrame(rows)
+
+
+def _mean(df, family, decoder, metric):
+    sel = df[(df.family == family) & (df.decoder == decoder)][metric]
+    return float(sel.mean()) if len(sel) else float("nan")
+
+
+def summarize_main(jobs, config: MainConfig) -> Result:
+    df = _records(jobs)
+    table = summary_table(df.to_dict("records"), by=["family", "decoder"],
+                          metrics=["sat", "success", "both", "rho", "cost", "interventions", "logp",
+                                   "overhead_ms"], digits=2)
+    claims, notes = [], []
+    paper_cal = "Table 1: Uncon STL St 72 % (avoid), 78 % (geofence); SR 82.5 / 81.5 %"
+    for fam in ("avoid", "geofence"):
+        claims.append(Claim.between(f"E1(a) Uncon satisfaction {fam} (%)", _mean(df, fam, "uncon", "sat"),
+                                    45, 85, paper=paper_cal))
+    claims.append(Claim.at_least("E1(a) Uncon SR on free (%)", _mean(df, "free", "uncon", "success"), 70,
+                                 paper="policy is competent (SPOC SR ≈ 82 %)"))
+    constrained = df[df.family.isin(["avoid", "geofence"])]
+    hcd_min = constrained[constrained.decoder == "hcd"]["sat"].min()
+    claims.append(Claim.at_least("E1(b) HCD satisfaction, min over seeds and families (%)", hcd_min, 100,
+                                 paper="Theorem 1: 100 % with exact dynamics (Table 1: 97 / 100 %)"))
+    fr_min = constrained[constrained.decoder.isin(["filter", "reject"])]["sat"].min()
+    claims.append(Claim.at_least("E1(c) Filter and Reject satisfaction, min (%)", fr_min, 100,
+                                 paper="Filtering 97 / 100 %"))
+    for fam in ("avoid", "geofence"):
+        gap = _mean(df, fam, "hcd", "success") - _mean(df, fam, "filter", "success")
+        claims.append(Claim.at_least(f"E1(d) HCD SR − Filter SR, {fam} (pts)", gap, -1.0,
+                                     paper="+0.5 (avoid), +4.5 (geofence)"))
+    for fam in ("avoid", "geofence"):
+        u_sat, u_sr = _mean(df, fam, "uncon", "sat"), _mean(df, fam, "uncon", "success")
+        h_sr = _mean(df, fam, "hcd", "success")
+        need_sat, need_sr = u_sat + 0.5 * (100 - u_sat), max(h_sr - 1, u_sr - 8)
+        parts, ok = [], False
+        for a in config.alphas:
+            s, r = _mean(df, fam, f"rcd{a:g}", "sat"), _mean(df, fam, f"rcd{a:g}", "success")
+            passed = s >= need_sat and r >= need_sr
+            ok |= passed
+            parts.append(f"α={a:g}: sat {s:.1f}, SR {r:.1f}")
+        claims.append(Claim(f"E1(e) RCD closes ≥ half the violation gap, keeps SR, {fam}",
+                            "RCD 93 % sat / 76 % SR (avoid); 95.4 / 80.2 (geofence)", "; ".join(parts),
+                            f"one α: sat ≥ {need_sat:.1f} and SR ≥ {need_sr:.1f}", ok))
+    for fam in ("avoid", "geofence"):
+        per_seed = []
+        for seed in sorted(df.seed.unique()):
+            sel = df[(df.family == fam) & (df.seed == seed)].set_index("decoder")["logp"]
+            per_seed.append(sel["hcd"] - sel["filter"])
+        claims.append(Claim.at_least(f"E1(f) HCD − Filter executed log π, min over seeds, {fam}",
+                                     float(np.min(per_seed)), 0.0,
+                                     paper="filtering breaks the autoregressive context"))
+    eq = [j.metrics["decoders"] and j.metrics.get("rcd0_equals_uncon") for j in jobs
+          if j.metrics["family"] != "free"]
+    claims.append(Claim("E1(g) RCD α=0 equals Uncon bit for bit", "α = 0 is the base policy",
+                        f"{sum(map(bool, eq))}/{len(eq)} runs identical", "all identical", all(eq)))
+    world = jobs[0].metrics["world"]
+    notes.append(f"calibration knobs fixed before judging E1: p_on={world['p_on']}, "
+                 f"p_slow={world['p_slow']}, fence margin U{tuple(world['fence_margin'])} m")
+    fig = _main_figure(df)
+    return Result(tables={"E1 main table (mean ± std over seeds)": table}, figures={"E1": fig},
+                  claims=claims, notes=notes)
+
+
+def _main_figure(df):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, fam in zip(axes, ("avoid", "geofence")):
+        sub = df[df.family == fam].groupby("decoder", sort=False)[["sat", "success"]].mean()
+        x = np.arange(len(sub))
+        ax.bar(x - 0.2, sub["sat"], 0.4, label="STL satisfaction %")
+        ax.bar(x + 0.2, sub["success"], 0.4, label="success %")
+        ax.set_xticks(x, sub.index, rotation=45, ha="right")
+        ax.set_title(fam)
+        ax.set_ylim(0, 105)
+    axes[0].legend(loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+# -- E2: alpha sweep -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AlphaConfig:
+    episodes: int = 200
+    alphas: tuple = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 25.0)
+    n_demos: int = 2000
+    train_steps: int = 800
+
+
+def run_alpha(config: AlphaConfig, seed: int) -> dict:
+    policy = policy_for(seed, n_demos=config.n_demos, steps=config.train_steps)
+    episodes = episodes_for(seed, config.episodes)
+    uniforms = uniforms_for(seed, config.episodes)
+    out = {}
+    for a in config.alphas:
+        out[f"{a:g}"] = _summ(rollout(policy, episodes, "avoid", "rcd", uniforms=uniforms, alpha=a))
+    return {"family": "avoid", "decoders": out}
+
+
+def summarize_alpha(jobs, config: AlphaConfig) -> Result:
+    df = _records(jobs)
+    df["alpha"] = df.decoder.astype(float)
+    curve = df.groupby("alpha")[["sat", "success", "rho", "interventions"]].mean().reset_index()
+    rho = float(stats.spearmanr(curve.alpha, curve.sat).statistic)
+    best = float(curve.loc[curve.success.idxmax(), "alpha"])
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(curve.alpha, curve.sat, "o-", label="STL satisfaction %")
+    ax.plot(curve.alpha, curve.success, "s-", label="success %")
+    ax.set_xlabel("α (RCD weight)")
+    ax.legend()
+    fig.tight_layout()
+    claims = [Claim.at_least("E2 Spearman(α, satisfaction)", rho, 0.8,
+                             paper="satisfaction rises with α (App. C ablation)")]
+    notes = [f"SR peaks at α = {best:g} (paper: peak at 5–10, slight decline at 20–25)"]
+    return Result(tables={"E2 α sweep (avoid, mean over seeds)": curve.round(3)}, figures={"E2": fig},
+                  claims=claims, notes=notes)
+
+
+# -- E3: dynamics mismatch ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MismatchConfig:
+    episodes: int = 200
+    mismatch: float = 0.15
+    delta: float = 0.36
+    alpha: float = 5.0
+    n_demos: int = 2000
+    train_steps: int = 800
+
+
+def run_mismatch(config: MismatchConfig, seed: int) -> dict:
+    policy = policy_for(seed, n_demos=config.n_demos, steps=config.train_steps)
+    episodes = episodes_for(seed, config.episodes)
+    uniforms = uniforms_for(seed, config.episodes)
+    runs = {"uncon": dict(decoder_name="uncon"), "hcd": dict(decoder_name="hcd"),
+            "hcd_delta": dict(decoder_name="hcd_delta", delta=config.delta),
+            "rcd": dict(decoder_name="rcd", alpha=config.alpha)}
+    out = {name: _summ(rollout(policy, episodes, "avoid", uniforms=uniforms, mismatch=config.mismatch,
+                               env_seed=seed, **kw)) for name, kw in runs.items()}
+    return {"family": "avoid", "decoders": out}
+
+
+def summarize_mismatch(jobs, config: MismatchConfig) -> Result:
+    df = _records(jobs)
+    table = summary_table(df.to_dict("records"), by="decoder",
+                          metrics=["sat", "success", "cost", "infeasible"], digits=2)
+    u, h, d = (_mean(df, "avoid", k, "sat") for k in ("uncon", "hcd", "hcd_delta"))
+    claims = [Claim.at_least("E3 HCD − Uncon satisfaction under mismatch (pts)", h - u, 15,
+                             paper="HCD 97 % vs Uncon 72 % on avoid (true dynamics ≠ f̂)"),
+              Claim.at_least("E3 HCD-δ satisfaction under mismatch (%)", d, 98,
+                             paper="(ours) margin δ = 0.36 m restores near-100 %")]
+    notes = [f"RCD(α={config.alpha:g}) satisfaction {_mean(df, 'avoid', 'rcd', 'sat'):.1f} %, "
+             f"SR {_mean(df, 'avoid', 'rcd', 'success'):.1f} % under mismatch {config.mismatch}"]
+    return Result(tables={"E3 dynamics mismatch (avoid)": table}, claims=claims, notes=notes)
+
+
+# -- E4: exact conditioning on a tiny world ---------------------------------------------------------
+
+TINY_TOKENS = (FWD, FAST, ROT_L, ROT_R, BACK)
+TINY_SIZE = 6
+
+
+class TinyDynamics:
+    """Lattice dynamics on a 6 × 6 arena (cells outside are walls) with 5 tokens."""
+
+    def __init__(self):
+        walls = np.ones((GRID, GRID), dtype=bool)
+        walls[:TINY_SIZE, :TINY_SIZE] = False
+        self.walls = walls
+
+    def predict_all(self, states):
+        states = np.asarray(states, dtype=np.float64)
+        b, a = states.shape[0], len(TINY_TOKENS)
+        nxt, _ = lattice_step(np.broadcast_to(self.walls, (b * a, GRID, GRID)), np.repeat(states, a, 0),
+                              np.tile(np.array(TINY_TOKENS), b))
+        return nxt.reshape(b, a, 4)
+
+
+@dataclass(frozen=True)
+class ExactConfig:
+    tables: int = 50
+    horizon: int = 6
+    logit_scale: float = 1.5
+    alpha: float = 5.0
+    reject_draws: int = 20000
+    reject_tries: int = 200
+
+
+def _tiny_problem(rng):
+    while True:
+        lo = rng.uniform(0, TINY_SIZE - 2, size=2) * CELL
+        side = rng.uniform(1.0, 2.5, size=2) * CELL
+        box = np.array([lo[0], lo[0] + side[0], lo[1], lo[1] + side[1]])
+        start = np.array([rng.integers(TINY_SIZE), rng.integers(TINY_SIZE), rng.integers(8), 0.0])
+        px, py = start[0] * CELL, start[1] * CELL
+        if max(box[0] - px, px - box[1], box[2] - py, py - box[3]) >= 0:
+            break
+
+    def out_zone(x):
+        px, py = x[..., 0] * CELL, x[..., 1] * CELL
+        return np.maximum(np.maximum(box[0] - px, px - box[1]), np.maximum(box[2] - py, py - box[3]))
+
+    return Always(Predicate("out_zone", out_zone)), start
+
+
+def run_exact(config: ExactConfig, seed: int) -> dict:
+    rng = np.random.default_rng([seed, 404])
+    dyn = TinyDynamics()
+    fallback = TINY_TOKENS.index(ROT_L)
+    rows = []
+    chi2_p = None
+    for k in range(config.tables):
+        spec, start = _tiny_problem(rng)
+        table = rng.normal(0.0, config.logit_scale, size=(config.horizon, TINY_SIZE, TINY_SIZE, 8,
+                                                          len(TINY_TOKENS)))
+        zero_fallback = k == 0
+        if zero_fallback:
+            table[..., fallback] = -np.inf
+
+        def logit_fn(states, t, table=table):
+            s = states.astype(np.int64)
+            return table[t, s[:, 0], s[:, 1], s[:, 2]]
+
+        laws = exact_sequence_laws(logit_fn, spec, dyn, start, config.horizon, fallback_token=fallback,
+                                   alpha=config.alpha)
+        viol = ~laws["sat"]
+        off_support = laws["pi"] == 0
+        rows.append({
+            "table": k, "zero_fallback": zero_fallback,
+            "hcd_violating_mass": float(laws["hcd"][viol].sum()),
+            "filter_violating_mass": float(laws["filter"][viol].sum()),
+            "support_equal": bool(np.array_equal(laws["hcd"] > 0, laws["Q"] > 0)),
+            "filter_off_support_mass": float(laws["filter"][off_support].sum()),
+            "hcd_off_support_mass": float(laws["hcd"][off_support].sum()),
+            "tv_hcd": total_variation(laws["hcd"], laws["Q"]),
+            "tv_filter": total_variation(laws["filter"], laws["Q"]),
+            "tv_rcd": total_variation(laws["rcd"], laws["Q"]),
+            "tv_pi": total_variation(laws["pi"], laws["Q"]),
+        })
+        if chi2_p is None and not zero_fallback:
+            chi2_p = _rejection_chi2(spec, dyn, table, start, fallback, config, rng)
+    return {"tables": rows, "chi2_p": chi2_p}
+
+
+def _rejection_chi2(spec, dyn, table, start, fallback, config, rng) -> float:
+    """Reject(M) token frequencies vs HCD's renormalised probabilities at the start state."""
+    s = start.astype(np.int64)
+    logits = torch.as_tensor(table[0, s[0], s[1], s[2]])[None]
+    n = config.reject_draws
+    dec = RejectionDecoder(None, spec, dyn, max_tries=config.reject_tries, fallback_token=fallback,
+                           seed=int(rng.integers(2**31)))
+    states = np.repeat(start[None], n, 0)
+    u = rng.random((n, config.reject_tries))
+    tokens, _ = dec.decode(logits.repeat(n, 1), states, u)
+    hcd = SafeDecoder(None, spec, dyn, mode="hcd", fallback_token=fallback)
+    _, info = hcd.decode(logits, start[None])
+    probs = torch.softmax(info["logits"], 1)[0].numpy()
+    counts = np.bincount(tokens.numpy(), minlength=len(probs))
+    keep = probs > 0
+    if counts[~keep].sum() > 0:
+        return 0.0
+    return float(stats.chisquare(counts[keep], probs[keep] * n).pvalue)
+
+
+def summarize_exact(jobs, config: ExactConfig) -> Result:
+    df = pd.DataFrame([r for j in jobs for r in j.metrics["tables"]])
+    zero = df[df.zero_fallback]
+    max_viol = float(max(df.hcd_violating_mass.max(), df.filter_violating_mass.max()))
+    frac_better = float((df.tv_hcd < df.tv_filter).mean())
+    pvals = [j.metrics["chi2_p"] for j in jobs if j.metrics["chi2_p"] is not None]
+    claims = [
+        Claim.at_most("E4 max mass on violating sequences (HCD, Filter)", max_viol, 1e-12,
+                      paper="HCD: Theorem 1; Filter blocks predicted violations"),
+        Claim("E4 supp(HCD) = supp(Q)", "HCD conditions on satisfaction step by step",
+              f"{int(df.support_equal.sum())}/{len(df)} tables", "all tables", bool(df.support_equal.all())),
+        Claim.at_least("E4 Filter mass on π = 0 sequences (zero-prob fallback table)",
+                       float(zero.filter_off_support_mass.min()) if len(zero) else float("nan"), 1e-12,
+                       paper="post-hoc filtering leaves the model's support",
+                       note=f"HCD off-support mass {float(zero.hcd_off_support_mass.max()):.3g}"),
+        Claim.at_least("E4 fraction of tables with TV(HCD,Q) < TV(Filter,Q)", frac_better, 0.7,
+                       paper="SafeDec approximates Q (Eq. 1) better than filtering"),
+        Claim.at_least("E4 Reject(M=200) vs HCD χ² p-value (min over seeds)",
+                       float(min(pvals)) if pvals else float("nan"), 0.01,
+                       paper="(ours) rejection → HCD as M → ∞"),
+    ]
+    summary = df[["tv_hcd", "tv_filter", "tv_rcd", "tv_pi"]].describe().loc[["mean", "std", "min", "max"]]
+    return Result(tables={"E4 total variation to Q over tables": summary.round(4)}, claims=claims,
+                  notes=[f"HCD has zero off-support mass: {float(df.hcd_off_support_mass.max()) == 0.0}"])
+
+
+# -- E5: overhead and scaling ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScalingConfig:
+    batch: int = 256
+    n_tokens: tuple = (7, 14, 28, 56, 112)
+    n_zones: tuple = (1, 2, 4, 8, 16, 32)
+    repeats: int = 30
+    steps: int = 100
+
+
+class DisplacementDynamics:
+    """Open-plane dynamics with |A| synthetic displacement tokens (token k moves by offsets[k])."""
+
+    def __init__(self, offsets: np.ndarray):
+        self.offsets = np.asarray(offsets, dtype=np.float64)
+
+    def predict_all(self, states):
+        states = np.asarray(states, dtype=np.float64)
+        nxt = np.repeat(states[:, None, :], len(self.offsets), axis=1)
+        nxt[:, :, :2] += self.offsets[None]
+        nxt[:, :, 3] = CELL * np.hypot(self.offsets[:, 0], self.offsets[:, 1])[None]
+        return nxt
+
+
+def _zone_spec(rng, n_zones: int):
+    preds = []
+    for k in range(n_zones):
+        lo = (rng.uniform(5.5, 6.5), rng.uniform(0.0, 7.0))  # away from the robots (x ≤ 4.5 m + moves)
+        box = np.array([lo[0], lo[0] + 1.0, lo[1], lo[1] + 1.0])
+
+        def out_zone(x, box=box):
+            px, py = x[..., 0] * CELL, x[..., 1] * CELL
+            return np.maximum(np.maximum(box[0] - px, px - box[1]), np.maximum(box[2] - py, py - box[3]))
+
+        preds.append(Predicate(f"out_zone{k}", out_zone))
+    return Always(And(*preds))
+
+
+def _decode_time(mode, spec, dyn, batch, n_tokens, repeats, rng) -> float:
+    dec = SafeDecoder(None, spec, dyn, mode=mode, fallback_token=0)
+    states = np.zeros((batch, 4))
+    states[:, :2] = 16 + rng.integers(-2, 3, size=(batch, 2))
+    logits = torch.randn(batch, n_tokens, generator=torch.Generator().manual_seed(0))
+    u = rng.random((repeats, batch))
+    times = []
+    for r in range(repeats):
+        dec.reset()
+        t0 = time.perf_counter()
+        dec.decode(logits, states, u[r])
+        times.append(time.perf_counter() - t0)
+    return float(np.min(times))  # the minimum is the least contaminated by other processes
+
+
+def _offsets(rng, n_tokens):
+    base = np.array([[0, 0], [1, 0], [2, 0], [0, 1], [0, -1], [-1, 0], [1, 1]], dtype=np.float64)
+    extra = rng.integers(-3, 4, size=(max(0, n_tokens - len(base)), 2))
+    return np.concatenate([base, extra])[:n_tokens]
+
+
+def run_scaling(config: ScalingConfig, seed: int) -> dict:
+    rng = np.random.default_rng([seed, 505])
+    out = {"tokens": {}, "zones": {}}
+    spec4 = _zone_spec(rng, 4)
+    for mode in ("hcd", "rcd"):
+        out["tokens"][mode] = [_decode_time(mode, spec4, DisplacementDynamics(_offsets(rng, a)), config.batch,
+                                            a, config.repeats, rng) for a in config.n_tokens]
+        out["zones"][mode] = [_decode_time(mode, _zone_spec(rng, z), DisplacementDynamics(_offsets(rng, 7)),
+                                           config.batch, 7, config.repeats, rng) for z in config.n_zones]
+    # per-step overhead along an episode (incremental monitor) and the policy forward time
+    dyn = DisplacementDynamics(_offsets(rng, 7))
+    dec = SafeDecoder(None, spec4, dyn, mode="hcd", fallback_token=0)
+    torch.manual_seed(seed)
+    policy = NavTransformer().eval()
+    cache = policy.start()
+    obs = torch.randn(config.batch, policy.obs_dim)
+    prev = torch.full((config.batch,), policy.bos, dtype=torch.long)
+    states = np.zeros((config.batch, 4))
+    states[:, :2] = 16
+    per_step, forward = [], []
+    for t in range(config.steps):
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            logits = policy.step(cache, obs, prev)
+        t1 = time.perf_counter()
+        tokens, _ = dec.decode(logits, states, rng.random(config.batch))
+        t2 = time.perf_counter()
+        forward.append(t1 - t0)
+        per_step.append(t2 - t1)
+        states = dyn.predict_all(states)[np.arange(config.batch), tokens.numpy()]
+        states[:, :2] = np.clip(states[:, :2], 0, GRID - 1)
+        prev = tokens
+    out["per_step_ms"] = [1e3 * x for x in per_step]
+    out["forward_ms"] = [1e3 * x for x in forward]
+    return out
+
+
+def summarize_scaling(jobs, config: ScalingConfig) -> Result:
+    m = jobs[0].metrics
+    tok = {mode: np.median([j.metrics["tokens"][mode] for j in jobs], axis=0) for mode in ("hcd", "rcd")}
+    zon = {mode: np.median([j.metrics["zones"][mode] for j in jobs], axis=0) for mode in ("hcd", "rcd")}
+    slope_tok = max(loglog_slope(config.n_tokens, tok[mode]) for mode in tok)
+    slope_zon = max(loglog_slope(config.n_zones, zon[mode]) for mode in zon)
+    step = np.median([j.metrics["per_step_ms"] for j in jobs], axis=0)
+    fwd = np.median([j.metrics["forward_ms"] for j in jobs], axis=0)
+    early, late = float(np.median(step[5:16])), float(np.median(step[85:96]))
+    ratio_t = late / early
+    overhead_frac = float(np.median(step) / np.median(fwd))
+    claims = [
+        Claim.at_most("E5 log-log slope of decode overhead in |A| (max of HCD, RCD)", slope_tok, 1.15,
+                      paper="O(|A|) per step (one-step look-ahead)"),
+        Claim.at_most("E5 log-log slope of decode overhead in #zones", slope_zon, 1.15,
+                      paper="O(|A|·|φ|) robustness"),
+        Claim.at_most("E5 per-step overhead t=90 / t=10", ratio_t, 1.5,
+                      paper="incremental monitor: cost does not grow with t"),
+        Claim.at_most("E5 HCD overhead / policy forward at |A|=7", overhead_frac, 0.5,
+                      paper="lightweight: no retraining, negligible overhead"),
+    ]
+    rows = [{"axis": "|A|", "size": s, "hcd_ms": 1e3 * h, "rcd_ms": 1e3 * r}
+            for s, h, r in zip(config.n_tokens, tok["hcd"], tok["rcd"])]
+    rows += [{"axis": "zones", "size": s, "hcd_ms": 1e3 * h, "rcd_ms": 1e3 * r}
+             for s, h, r in zip(config.n_zones, zon["hcd"], zon["rcd"])]
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, sizes, vals, label in ((axes[0], config.n_tokens, tok, "|A|"), (axes[1], config.n_zones, zon, "zones")):
+        for mode in ("hcd", "rcd"):
+            ax.loglog(sizes, 1e3 * np.asarray(vals[mode]), "o-", label=mode.upper())
+        ax.set_xlabel(label)
+        ax.set_ylabel("decode overhead (ms / step, batch %d)" % config.batch)
+        ax.legend()
+    fig.tight_layout()
+    notes = [f"per-step overhead median {np.median(step):.2f} ms vs policy forward {np.median(fwd):.2f} ms "
+             f"(batch {config.batch}); timings on a shared 2-core machine"]
+    return Result(tables={"E5 decode overhead": pd.DataFrame(rows).round(3)}, figures={"E5": fig},
+                  claims=claims, notes=notes)
+
+
+# -- registration --------------------------------------------------------------------------------
+
+EXPERIMENT = register(Experiment(
+    slug="safedec",
+    title="SafeDec: Constrained Decoding for Safe Autoregressive Generalist Robot Navigation Policies",
+    reference=PAPER,
+    claims=[
+        "HCD guarantees satisfaction of invariant specs with exact dynamics and keeps more task "
+        "success than post-hoc filtering",
+        "RCD keeps success near the unconstrained policy while closing most of the violation gap",
+        "Constrained decoding approximates exact conditioning of the policy on the spec (Eq. 1)",
+        "The overhead is linear in |A| and the spec size, constant in time",
+    ],
+    parts=[
+        Part("main", run_main, summarize_main, quick=MainConfig(episodes=100), full=MainConfig(),
+             seeds=(0, 1, 2, 3, 4), quick_seeds=(0, 1, 2), tasks=_main_tasks,
+             description="E1: Uncon / Filter / Reject / HCD / RCD on avoid, geofence, free"),
+        Part("alpha", run_alpha, summarize_alpha, quick=AlphaConfig(episodes=100), full=AlphaConfig(),
+             seeds=(0, 1, 2), quick_seeds=(0, 1, 2), description="E2: RCD α sweep on avoid"),
+        Part("mismatch", run_mismatch, summarize_mismatch, quick=MismatchConfig(episodes=100),
+             full=MismatchConfig(), seeds=(0, 1, 2), quick_seeds=(0, 1, 2),
+             description="E3: dynamics mismatch (overshoot), HCD vs HCD-δ"),
+        Part("exact", run_exact, summarize_exact, quick=ExactConfig(tables=10, reject_draws=5000),
+             full=ExactConfig(), seeds=(0,), quick_seeds=(0,),
+             description="E4: exact sequence laws vs Q on a 6×6 world"),
+        Part("scaling", run_scaling, summarize_scaling, quick=ScalingConfig(repeats=5, steps=100),
+             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,),
+             description="E5: decode overhead vs |A|, #zones, t"),
+    ],
+))

@@ -1,0 +1,221 @@
+"""``NavTransformer``: the small autoregressive navigation policy trained by imitation
+(spec §5), a CPU-scale stand-in for SPOC (Ehsani et al., 2024) used by SafeDec
+(Kapoor et al., ICML 2026, arXiv:2509.01728).
+
+Per step: ``e_t = W_o o_t + E[a_{t−1}] + P[t]`` (BOS for t = 0), two pre-norm causal
+transformer layers (d = 64, 4 heads, FF 128, dropout 0.1), linear head → |A| logits.
+:meth:`NavTransformer.forward` runs a whole sequence (training); :meth:`NavTransformer.start`
+and :meth:`NavTransformer.step` run it one token at a time with a key/value cache (same
+numbers, O(t) per step).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ..core.validation import check_int, check_tensor
+from .data import N_TOKENS, OBS_DIM, T_MAX, cache_dir, cache_key
+
+__all__ = ["NavTransformer", "train_bc", "load_or_train"]
+
+
+class _Block(nn.Module):
+    def __init__(self, dim: int, heads: int, ff: int, dropout: float):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.ff = nn.Sequential(nn.Linear(dim, ff), nn.GELU(), nn.Linear(ff, dim))
+        self.drop = nn.Dropout(dropout)
+
+    def _split(self, x):  # (B, T, D) -> (B, H, T, D/H)
+        b, t, d = x.shape
+        return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, x, cache: dict | None = None):
+        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+        q, k, v = self._split(q), self._split(k), self._split(v)
+        if cache is None:  # right-padded batches need no padding mask under causality
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                 dropout_p=self.drop.p if self.training else 0.0)
+        else:
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+            att = F.scaled_dot_product_attention(q, k, v)
+        b, h, t, dh = att.shape
+        x = x + self.drop(self.proj(att.transpose(1, 2).reshape(b, t, h * dh)))
+        return x + self.drop(self.ff(self.norm2(x)))
+
+
+class NavTransformer(nn.Module):
+    """Causal transformer policy over (observation, previous action) sequences.
+
+    Parameters
+    ----------
+    obs_dim : int
+        Observation size (94 for LatticeNav).
+    n_tokens : int
+        Action vocabulary size |A|.
+    dim, heads, ff, layers : int
+        Width, attention heads, feed-forward width, number of layers.
+    context : int
+        Maximum sequence length.
+    dropout : float
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = NavTransformer().eval()
+    >>> obs, prev = torch.zeros(2, 5, 94), torch.zeros(2, 5, dtype=torch.long)
+    >>> net(obs, prev).shape
+    torch.Size([2, 5, 7])
+    """
+
+    def __init__(self, obs_dim: int = OBS_DIM, n_tokens: int = N_TOKENS, dim: int = 64, heads: int = 4,
+                 ff: int = 128, layers: int = 2, context: int = T_MAX, dropout: float = 0.1):
+        super().__init__()
+        self.obs_dim, self.n_tokens, self.context = obs_dim, n_tokens, context
+        self.bos = n_tokens
+        self.obs_in = nn.Linear(obs_dim, dim)
+        self.token_emb = nn.Embedding(n_tokens + 1, dim)  # + BOS
+        self.pos_emb = nn.Embedding(context, dim)
+        self.blocks = nn.ModuleList(_Block(dim, heads, ff, dropout) for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, n_tokens)
+
+    def _embed(self, obs, prev_tokens, positions):
+        return self.obs_in(obs) + self.token_emb(prev_tokens) + self.pos_emb(positions)
+
+    def forward(self, obs: torch.Tensor, prev_tokens: torch.Tensor) -> torch.Tensor:
+        """Logits for every step.
+
+        Parameters
+        ----------
+        obs : Tensor, shape (B, T, obs_dim)
+        prev_tokens : LongTensor, shape (B, T)
+            ``a_{t−1}`` (``self.bos`` at t = 0).
+
+        Returns
+        -------
+        Tensor, shape (B, T, n_tokens)
+        """
+        check_tensor(obs, "obs", ndim=3)
+        if obs.shape[1] > self.context:
+            raise ValueError(f"sequence length {obs.shape[1]} exceeds the context {self.context}")
+        pos = torch.arange(obs.shape[1], device=obs.device)
+        x = self._embed(obs, prev_tokens, pos[None])
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+    def start(self) -> dict:
+        """A fresh key/value cache for :meth:`step`."""
+        return {"t": 0, "layers": [{} for _ in self.blocks]}
+
+    def step(self, cache: dict, obs: torch.Tensor, prev_tokens: torch.Tensor) -> torch.Tensor:
+        """Logits (B, n_tokens) for the next step, extending ``cache`` in place.
+
+        Parameters
+        ----------
+        cache : dict
+            From :meth:`start`.
+        obs : Tensor, shape (B, obs_dim)
+        prev_tokens : LongTensor, shape (B,)
+        """
+        t = cache["t"]
+        if t >= self.context:
+            raise ValueError(f"context of {self.context} steps exhausted")
+        pos = torch.full((obs.shape[0], 1), t, dtype=torch.long, device=obs.device)
+        x = self._embed(obs[:, None], prev_tokens[:, None], pos)
+        for block, layer_cache in zip(self.blocks, cache["layers"]):
+            x = block(x, cache=layer_cache)
+        cache["t"] = t + 1
+        return self.head(self.norm(x))[:, 0]
+
+
+def _pad_batch(demos, idx):
+    lengths = [len(demos[k].tokens) for k in idx]
+    t = max(lengths)
+    obs = np.zeros((len(idx), t, demos[0].obs.shape[1]), dtype=np.float32)
+    tok = np.zeros((len(idx), t), dtype=np.int64)
+    pad = np.ones((len(idx), t), dtype=bool)
+    for r, k in enumerate(idx):
+        n = lengths[r]
+        obs[r, :n] = demos[k].obs
+        tok[r, :n] = demos[k].tokens
+        pad[r, :n] = False
+    return torch.from_numpy(obs), torch.from_numpy(tok), torch.from_numpy(pad)
+
+
+def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: float = 3e-3,
+             weight_decay: float = 0.01, label_smoothing: float = 0.1, **model_kw) -> NavTransformer:
+    """Behaviour cloning: cross-entropy with label smoothing, AdamW with cosine decay.
+
+    Parameters
+    ----------
+    demos : list of Demo
+    seed : int
+        Seeds initialisation, batch order and dropout.
+    steps : int
+        Optimiser steps (spec: 800).
+    batch : int
+        Episodes per step (spec: 32).
+    lr, weight_decay, label_smoothing : float
+        Spec §5: 3e-3, 0.01, 0.1 (label smoothing bounds the optimal logit gap at
+        ln(64) ≈ 4.2, on the scale of RCD's α — a resolution, not from the paper).
+
+    Returns
+    -------
+    NavTransformer
+        In eval mode.
+    """
+    if not demos:
+        raise ValueError("demos must be a non-empty list")
+    check_int(steps, "steps", min_value=1)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = NavTransformer(obs_dim=demos[0].obs.shape[1], **model_kw)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / steps)))
+    model.train()
+    for _ in range(steps):
+        idx = rng.choice(len(demos), size=min(batch, len(demos)), replace=False)
+        obs, tok, pad = _pad_batch(demos, idx)
+        prev = torch.cat([torch.full((len(idx), 1), model.bos), tok[:, :-1]], dim=1)
+        logits = model(obs, prev)
+        loss = F.cross_entropy(logits[~pad], tok[~pad], label_smoothing=label_smoothing)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    return model.eval()
+
+
+def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int) -> NavTransformer:
+    """Load the policy for ``(demo_key, seed, steps)`` from the cache, or train and store it.
+
+    ``demo_fn()`` produces the demonstrations (called only on a cache miss). Writes are
+    atomic (temporary file + rename), so parallel jobs never read half a file.
+    """
+    key = cache_key({"demos": demo_key, "seed": seed, "steps": steps, "version": 1})
+    path = cache_dir() / f"policy_{key}.pt"
+    model = NavTransformer()
+    if path.exists():
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval()
+    model = train_bc(demo_fn(), seed=seed, steps=steps)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    torch.save(model.state_dict(), tmp)
+    os.replace(tmp, path)
+    return model
