@@ -83,6 +83,33 @@ class _PycmaBaseline:
             warnings.simplefilter("ignore")
             return cma.CMAEvolutionStrategy(self._x0.tolist(), self._sigma0, self._options(restart))
 
+    def _ask_tell_loop(self, objective: BudgetedObjective, evaluate) -> OptimizeResult:
+        """Generations until the budget is spent; ``evaluate(points)`` returns the values to
+        tell. A generation that does not fit any more is evaluated as far as it goes."""
+        self._check_objective(objective)
+        best_x, best_f, ngen, restart, history = None, math.inf, 0, 0, []
+        es = self._new_es(restart)
+        while objective.remaining > 0:
+            if es.stop():
+                restart += 1
+                es = self._new_es(restart)
+            X = es.ask()
+            points = [self._clip(x) for x in X]
+            if objective.remaining < len(points):
+                for x in points[:objective.remaining]:
+                    objective(x)
+                break
+            f = evaluate(points)
+            i = int(np.argmin(f))
+            if f[i] < best_f:
+                best_f, best_x = float(f[i]), points[i]
+            es.tell(X, list(f))
+            ngen += 1
+            history.append({"evals": objective.n_calls, "sigma": float(es.sigma), "best_f": best_f})
+        if best_x is None:
+            best_x, best_f = objective.best_x, objective.best_f
+        return self._result(objective, best_x, best_f, ngen, restart, history)
+
     def _result(self, objective, best_x, best_f, ngen, restarts, history) -> OptimizeResult:
         x = np.asarray(best_x if best_x is not None else objective.best_x, dtype=float)
         return OptimizeResult(x=x, fun=float(best_f), nfev=objective.n_calls, ngen=ngen,
@@ -116,25 +143,11 @@ class SepCMABaseline(_PycmaBaseline):
         self._setup()
 
     def optimize(self, objective: BudgetedObjective) -> OptimizeResult:
-        self._check_objective(objective)
-        best_x, best_f, ngen, restart, history = None, math.inf, 0, 0, []
-        es = self._new_es(restart)
-        while objective.remaining > 0:
-            if es.stop():
-                restart += 1
-                es = self._new_es(restart)
-            X = es.ask()
-            k = min(len(X), objective.remaining)
-            f = [objective(self._clip(x)) for x in X[:k]]
-            i = int(np.argmin(f))
-            if f[i] < best_f:
-                best_f, best_x = f[i], self._clip(X[i])
-            if k < len(X):
-                break
-            es.tell(X, f)
-            ngen += 1
-            history.append({"evals": objective.n_calls, "sigma": float(es.sigma), "best_f": best_f})
-        return self._result(objective, best_x, best_f, ngen, restart, history)
+        """Run until the budget is spent (a partial last generation is evaluated, not told)."""
+        def evaluate(points):
+            return np.array([objective(x) for x in points])
+
+        return self._ask_tell_loop(objective, evaluate)
 
 
 class ResampleCMA(_PycmaBaseline):
@@ -167,33 +180,17 @@ class ResampleCMA(_PycmaBaseline):
         self._setup()
 
     def optimize(self, objective: BudgetedObjective) -> OptimizeResult:
-        self._check_objective(objective)
-        best_x, best_f, ngen, restart, history = None, math.inf, 0, 0, []
-        es = self._new_es(restart)
-        while objective.remaining > 0:
-            if es.stop():
-                restart += 1
-                es = self._new_es(restart)
-            X = es.ask()
-            points = [self._clip(x) for x in X]
-            if objective.remaining < len(X):
-                for x in points[:objective.remaining]:
-                    objective(x)
-                break
+        """Run until the budget is spent; rounds 2..k stop when the budget does."""
+        def evaluate(points):
             sums = np.array([objective(x) for x in points])
-            counts = np.ones(len(X))
+            counts = np.ones(len(points))
             for _ in range(2, self.k + 1):
-                for i in range(min(len(X), objective.remaining)):
+                for i in range(min(len(points), objective.remaining)):
                     sums[i] += objective(points[i])
                     counts[i] += 1
-            f = sums / counts
-            i = int(np.argmin(f))
-            if f[i] < best_f:
-                best_f, best_x = float(f[i]), points[i]
-            es.tell(X, f.tolist())
-            ngen += 1
-            history.append({"evals": objective.n_calls, "sigma": float(es.sigma), "best_f": best_f})
-        return self._result(objective, best_x, best_f, ngen, restart, history)
+            return sums / counts
+
+        return self._ask_tell_loop(objective, evaluate)
 
 
 class UHCMA(_PycmaBaseline):

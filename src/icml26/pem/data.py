@@ -36,7 +36,7 @@ from icml26.core.validation import check_int
 
 __all__ = ["HIGH_MISRANKING_FUNCTIONS", "TARGET_PRECISION", "run_on_bbob_noisy",
            "read_final_noise_free", "mechanism_candidate_sets", "NoisyLogRegHPO",
-           "HPO_BOUNDS"]
+           "HPO_BOUNDS", "HPO_X0"]
 
 HIGH_MISRANKING_FUNCTIONS = (108, 110, 111, 113, 114, 116, 117, 119, 120, 122, 123, 125, 126,
                              128, 129)
@@ -146,6 +146,9 @@ def mechanism_candidate_sets(n_sets: int, *, dimension: int = 40, popsize: int =
 HPO_BOUNDS = (np.array([-4.0, -6.0, -3.0, 2.0, -3.0]), np.array([-0.5, -2.0, 3.0, 8.0, 0.0]))
 """Box of the HPO task: log10 lr, log10 weight decay, momentum logit, log2 batch, log10 init scale."""
 
+HPO_X0 = np.array([-2.0, -4.0, 0.0, 5.0, -1.0])
+"""Initial point of the HPO task (lr 1e-2, wd 1e-4, momentum ≈ 0.5, batch 32, init 0.1)."""
+
 
 @dataclass
 class NoisyLogRegHPO:
@@ -155,7 +158,7 @@ class NoisyLogRegHPO:
     random mini-batch order, random initial weights ``N(0, init_scale²)`` and per-step
     gradient multipliers ``exp(σ·ξ − σ²/2)``, ``ξ ~ N(0, 1)`` (mean 1, ``σ = 1``), and
     returns the mean validation log-loss. ``x = (log10 lr, log10 weight decay, momentum
-    logit, log2 batch size, log10 init scale)`` inside :data:`HPO_BOUNDS`.
+    logit (momentum = 0.99·sigmoid), log2 batch size (rounded), log10 init scale)`` inside :data:`HPO_BOUNDS`.
 
     Parameters
     ----------
@@ -192,8 +195,8 @@ class NoisyLogRegHPO:
         rng = self._rng if rng is None else rng
         x = np.clip(np.asarray(x, dtype=float), *HPO_BOUNDS)
         lr, wd = 10.0 ** x[0], 10.0 ** x[1]
-        momentum = 1.0 / (1.0 + math.exp(-x[2]))
-        batch = int(round(2.0 ** x[3]))
+        momentum = 0.99 / (1.0 + math.exp(-x[2]))        # as the official HPO runner
+        batch = 2 ** int(round(x[3]))
         init = 10.0 ** x[4]
         n, d = self._Xtr.shape
         w = init * rng.standard_normal(d)

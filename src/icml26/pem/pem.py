@@ -660,6 +660,9 @@ class RBPEM:
         if not isinstance(objective, BudgetedObjective):
             raise TypeError("objective must be a BudgetedObjective (it counts the oracle calls), "
                             f"got {type(objective).__name__}")
+        if objective.n_calls == 0 and objective.budget < self._lam:
+            warnings.warn(f"budget ({objective.budget}) is smaller than one generation "
+                          f"(popsize {self._lam}); evaluating what fits", stacklevel=2)
         while objective.remaining > 0:
             X = self.ask(objective.remaining)
             f = np.array([objective(x) for x in X])

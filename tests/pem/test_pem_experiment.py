@@ -1,0 +1,99 @@
+"""Quick configs of every part through the core runner; structure and meaningful claims."""
+
+import numpy as np
+import pytest
+
+from icml26.core.runner import run_part
+from icml26.pem.data import (HIGH_MISRANKING_FUNCTIONS, NoisyLogRegHPO, mechanism_candidate_sets,
+                             read_final_noise_free, run_on_bbob_noisy)
+from icml26.pem.experiment import EXPERIMENT, pairwise
+
+
+@pytest.fixture(scope="module")
+def experiment():
+    return EXPERIMENT      # importing icml26.pem.experiment registered it
+
+
+def _claims(outcome):
+    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
+    assert outcome.summarize_error is None, outcome.summarize_error
+    return {c.name: c for c in outcome.result.claims}
+
+
+def test_e1_quick(experiment):
+    claims = _claims(run_part(experiment, "E1", quick=True))
+    assert len(claims) == 11
+    assert claims["every run used exactly B oracle calls (fraction of runs)"].passed
+    assert claims["E1 RB-PEM win rate vs Resample(5)"].passed
+    assert claims["E1 RB-PEM win rate vs UH-CMA-ES(30)"].passed
+
+
+def test_e1b_quick(experiment):
+    claims = _claims(run_part(experiment, "E1b", quick=True))
+    assert "E1b RB-PEM win rate vs sep-CMA-ES (n = 40)" in claims
+    assert claims["every run used exactly B oracle calls (fraction of runs)"].passed
+
+
+def test_e2_quick_all_mechanism_claims_pass(experiment):
+    claims = _claims(run_part(experiment, "E2", quick=True))
+    assert len(claims) == 4 and all(c.passed for c in claims.values()), claims
+
+
+def test_e3_quick_overhead_claims_pass(experiment):
+    claims = _claims(run_part(experiment, "E3", quick=True))
+    assert len(claims) == 3 and all(c.passed for c in claims.values()), claims
+
+
+def test_e4_quick(experiment):
+    outcome = run_part(experiment, "E4", quick=True)
+    claims = _claims(outcome)
+    assert claims["E4 every run used exactly B calls (fraction)"].passed
+    assert "E4 RB-PEM beats Resample(5) (fraction of seeds)" in claims
+    assert "E4 noise-free validation log-loss" in outcome.result.tables
+
+
+def test_bbob_noisy_run_reports_noise_free_delta_f():
+    def random_search(fun, x0, bounds, budget):
+        rng = np.random.default_rng(0)
+        return min(fun(rng.uniform(*bounds)) for _ in range(budget))
+
+    res = run_on_bbob_noisy(random_search, 101, 1, 2, 50)   # noisy sphere, moderate Gaussian
+    assert res["evaluations"] == 50 and res["delta_f"] > 0 and not res["solved"]
+
+
+def test_high_misranking_slice_has_fifteen_functions():
+    assert len(HIGH_MISRANKING_FUNCTIONS) == 15
+    assert all(101 <= f <= 130 for f in HIGH_MISRANKING_FUNCTIONS)
+
+
+def test_read_final_noise_free_takes_the_last_data_line(tmp_path):
+    (tmp_path / "data_f101").mkdir()
+    (tmp_path / "data_f101" / "x.dat").write_text(
+        "% header\n1 0 +5.0e+00 +6.0e+00\n% next\n10 0 +2.5e-01 +1.0e+00\n")
+    assert read_final_noise_free(tmp_path) == 0.25
+
+
+def test_pairwise_counts_both_at_target_as_tie():
+    import pandas as pd
+
+    frame = pd.DataFrame([
+        {"seed": 0, "function": 1, "instance": 1, "algorithm": "a", "delta_f": 1e-9},
+        {"seed": 0, "function": 1, "instance": 1, "algorithm": "b", "delta_f": 1e-10},
+        {"seed": 0, "function": 2, "instance": 1, "algorithm": "a", "delta_f": 1.0},
+        {"seed": 0, "function": 2, "instance": 1, "algorithm": "b", "delta_f": 2.0},
+    ])
+    r = pairwise(frame, "a", "b")
+    assert (r["wins"], r["losses"], r["ties"], r["win_rate"]) == (1, 0, 1, 0.75)
+
+
+def test_mechanism_generator_values_are_the_quadratic():
+    m, Y, f = mechanism_candidate_sets(2, dimension=5, popsize=4, rng=0)
+    np.testing.assert_allclose(f, 0.5 * np.sum((m[:, None, :] + Y) ** 2, axis=2))
+
+
+def test_hpo_objective_is_noisy_and_finite():
+    task = NoisyLogRegHPO(seed=0)
+    x = np.array([-1.0, -4.0, 0.0, 5.0, -2.0])
+    values = [task(x) for _ in range(3)]
+    assert np.all(np.isfinite(values)) and len(set(values)) == 3
+    assert np.isfinite(task([-0.5, -6.0, 3.0, 2.0, 0.0]))   # the most aggressive corner
