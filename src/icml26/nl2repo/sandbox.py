@@ -381,6 +381,7 @@ for p in $NL2REPO_RW; do i=$((i+1)); mkdir -p "$stage/rw$i"; mount --bind "$p" "
 for p in $NL2REPO_RO; do i=$((i+1)); mkdir -p "$stage/ro$i"; mount --bind "$p" "$stage/ro$i"; done
 for p in $NL2REPO_HIDE; do if [ -d "$p" ]; then mount -t tmpfs -o ro,size=1k nl2repo-hidden "$p"; fi; done
 mount -t tmpfs nl2repo-tmp /tmp
+for p in $NL2REPO_HIDE; do case "$p" in /tmp/*) mkdir -p "$p";; esac; done
 mount -t tmpfs nl2repo-shm /dev/shm 2>/dev/null || true
 i=0
 for p in $NL2REPO_RW; do i=$((i+1)); mkdir -p "$p"; mount --bind "$stage/rw$i" "$p"; done
