@@ -199,11 +199,3 @@ def test_empty_workspace_is_no_output_without_install(tmp_path):
     report = grade(task, tmp_path, sandbox="bwrap")
     assert (report.score, report.label, report.install_ok) == (0.0, "no_output", False)
     assert set(report.outcomes.values()) == {"missing"}
-
-
-def test_reference_workspace_scores_one_with_canaries_failing():
-    task = builtin_tasks(["kvlog"])[0]
-    report = grade(task, task.reference_dir, sandbox="bwrap")
-    assert (report.score, report.label, report.unexpected_tests) == (1.0, "complete", 0)
-    assert set(report.canaries.values()) == {"failed", "error"}
-    assert Path(task.reference_dir).is_dir()   # the graded workspace is never modified

@@ -241,6 +241,10 @@ class _Base:
 
         The caller owns the process; kill it with :func:`kill_process_group`.
         """
+        return self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
+                           subprocess.PIPE)
+
+    def _popen(self, argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s, stdin):
         timeout = float(limits.wall_s if timeout_s is None else timeout_s)
         full = self._wrap([str(a) for a in argv], Path(cwd), limits,
                           [Path(p) for p in rw_paths], [Path(p) for p in hidden_paths],
@@ -248,7 +252,7 @@ class _Base:
         env = {**env, **getattr(self, "_env_extra", {})}
         cgroup = PidsCgroup.create(limits.nproc)
         proc = subprocess.Popen(
-            full, cwd=str(cwd), env={k: str(v) for k, v in env.items()}, stdin=subprocess.PIPE,
+            full, cwd=str(cwd), env={k: str(v) for k, v in env.items()}, stdin=stdin,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             preexec_fn=_rlimit_setter(limits, 2 * timeout, cgroup))
         proc.nl2repo_cgroup = cgroup
@@ -273,17 +277,10 @@ class _Base:
             Wall-clock deadline (default ``limits.wall_s``).
         """
         timeout = float(limits.wall_s if timeout_s is None else timeout_s)
-        full = self._wrap([str(a) for a in argv], Path(cwd), limits,
-                          [Path(p) for p in rw_paths], [Path(p) for p in hidden_paths],
-                          [Path(p) for p in ro_paths])
-        env = {**env, **getattr(self, "_env_extra", {})}
-        cgroup = PidsCgroup.create(limits.nproc)
         start = time.monotonic()
-        proc = subprocess.Popen(
-            full, cwd=str(cwd), env={k: str(v) for k, v in env.items()},
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=_rlimit_setter(limits, 2 * timeout, cgroup))
+        proc = self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
+                           subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
+        cgroup = proc.nl2repo_cgroup
         out, err = Tail(proc.stdout), Tail(proc.stderr)
         if stdin is not None:
             try:

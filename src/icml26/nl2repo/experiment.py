@@ -1,0 +1,422 @@
+"""Reproduction of NL2Repo-Bench's *grading protocol* at CPU scale (spec §6).
+
+The paper's headline (best agents ≈ 40 % average pass rate) needs LLM agents and the 104
+Docker-image tasks, neither available offline. What is reproduced instead is the
+harness's correctness, against agents whose score is known analytically:
+
+* **E1** reference-agent matrix (oracle ×3, null, stub, partial(f)) on the four built-in tasks;
+* **E2** twelve negative-control agents (forgery, hooks, hangs, bombs, probes);
+* **E3** premature-termination and step-limit detection with a step-protocol agent;
+* **scaling** harness overhead vs number of tests (log-log slope ≤ 1.15).
+
+References
+----------
+Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of
+Coding Agents", ICML 2026 (arXiv:2512.12730).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from icml26.core.experiment import Claim, Experiment, Part, Result, register
+from icml26.core.stats import loglog_slope
+
+from .baselines import CONTROL_EXPECTED_LABEL, CONTROLS, reference_agent, score_legacy
+from .data import make_scaling_task
+from .harness import Results, evaluate, grade
+from .task import Limits, builtin_tasks, expected_partial_score, fraction_to_modules
+
+TOL = 1e-12
+
+
+def _limits(task, wall_s: float) -> Limits:
+    fields = {**task.limits.__dict__, "wall_s": wall_s}
+    return Limits(**fields)
+
+
+def _agent_factory(agent: str):
+    kind, _, arg = agent.partition(":")
+    if kind == "partial":
+        return reference_agent("partial", fraction=float(arg))
+    if kind == "control":
+        return reference_agent("control", control=arg)
+    return reference_agent(kind)
+
+
+def _run_one(task_id: str, agent: str, wall_s: float, sandbox: str) -> dict:
+    task = builtin_tasks([task_id])[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = evaluate([task], _agent_factory(agent), sandbox=sandbox, limits=_limits(task, wall_s))
+    rec = res.records[0]
+    rec["warnings"] = [str(w.message) for w in caught]
+    rec["task_id"] = task_id
+    rec["agent"] = agent
+    return rec
+
+
+def _fig():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# -- E1 ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class E1Config:
+    tasks: tuple = ("unitconv", "humanfmt", "csvq", "kvlog")
+    oracle_runs: int = 3
+    fractions: tuple = (0.25, 0.5, 0.75)
+    wall_s: float = 600.0
+    sandbox: str = "auto"
+
+
+def e1_tasks(config: E1Config) -> list[dict]:
+    agents = [f"oracle#{r}" for r in range(config.oracle_runs)] + ["null", "stub"] + [
+        f"partial:{f:g}" for f in config.fractions]
+    return [{"task": t, "agent": a} for t in config.tasks for a in agents]
+
+
+def e1_run(config: E1Config, seed: int, task: dict) -> dict:
+    agent = task["agent"].split("#")[0]
+    rec = _run_one(task["task"], agent, config.wall_s, config.sandbox)
+    out = {k: rec[k] for k in ("task_id", "category", "score", "label", "install_ok", "import_ok",
+                               "n_passed", "n_total", "isolation", "flags", "unexpected_tests",
+                               "total_s", "install_s", "pytest_s")}
+    out["agent"] = task["agent"]
+    out["kind"] = agent.split(":")[0]
+    if agent.startswith("partial:"):
+        t = builtin_tasks([task["task"]])[0]
+        f = float(agent.split(":")[1])
+        out["fraction"] = f
+        out["expected"] = expected_partial_score(t, fraction_to_modules(t, f))
+    if agent == "oracle":
+        out["outcomes"] = rec["outcomes"]
+    return out
+
+
+def e1_summarize(jobs, config: E1Config) -> Result:
+    recs = [j.metrics for j in jobs]
+    frame = pd.DataFrame([{k: r.get(k) for k in ("task_id", "agent", "score", "expected", "label",
+                                                 "install_ok", "n_passed", "n_total", "total_s")}
+                          for r in recs])
+    by = {}
+    for r in recs:
+        by.setdefault(r["kind"], []).append(r)
+    oracle, null, stub, partial = (by.get(k, []) for k in ("oracle", "null", "stub", "partial"))
+    claims = []
+    if oracle:
+        ok = all(r["score"] == 1.0 and r["label"] == "complete" for r in oracle)
+        claims.append(Claim("E1 oracle scores 1.0, label complete (every task and run)",
+                            "reference solution passes its own suite",
+                            min(r["score"] for r in oracle), "= 1.0 on all", ok,
+                            note=f"{len(oracle)} oracle runs"))
+        runs: dict = {}
+        for r in oracle:
+            runs.setdefault(r["task_id"], []).append(r["outcomes"])
+        same = all(all(o == outs[0] for o in outs) for outs in runs.values())
+        claims.append(Claim("E1 oracle per-test outcomes identical across repeated runs",
+                            "deterministic grading", "identical" if same else "differ",
+                            "identical", same and all(len(v) >= 2 for v in runs.values())
+                            or (same and config.oracle_runs == 1)))
+        claims.append(Claim.at_least("E1 fully-passed rate of oracle", _full_rate(oracle), 1.0,
+                                     paper="complete repositories are rare for agents"))
+    if null:
+        ok = all(r["score"] == 0.0 and r["label"] == "no_output" for r in null)
+        claims.append(Claim("E1 null scores 0, label no_output", "-",
+                            max(r["score"] for r in null), "= 0 and no_output", ok))
+    if stub:
+        worst = max(r["score"] for r in stub)
+        claims.append(Claim("E1 stub (NotImplementedError) score ≤ 0.05 and installs",
+                            "-", worst, "≤ 0.05, install ok",
+                            worst <= 0.05 and all(r["install_ok"] for r in stub)))
+    if partial:
+        dev = max(abs(r["score"] - r["expected"]) for r in partial)
+        claims.append(Claim("E1 partial(f) equals analytic s* (max |Δ|)", "-", dev, "< 1e-12",
+                            dev < TOL, note="s* = Σ_{files φ: req(φ) ⊆ implemented} n_φ / |M|"))
+        p75 = [r for r in partial if math.isclose(r["fraction"], 0.75)]
+        if p75:
+            rate = _full_rate(p75)
+            claims.append(Claim.at_most(
+                "E1 fully-passed rate of partial(0.75) (spec bar = 0)", rate, 0.0,
+                paper="-", note="⌈0.75·K⌉ = K for the K = 3-module tasks (unitconv, kvlog), so "
+                "partial(0.75) is a complete solution there; the bar conflicts with the spec's own "
+                "definition of partial(f). Its analytic value is checked by the s* claim."))
+    # aggregate A of the whole mixed population equals the hand-computed mean
+    results = Results(records=[{**r, "category": r["category"]} for r in recs])
+    summary = results.summary()
+    per_task = {}
+    for r in recs:
+        per_task.setdefault(r["task_id"], []).append(r["score"])
+    hand = sum(sum(v) / len(v) for v in per_task.values()) / len(per_task)
+    claims.append(Claim("E1 aggregate A of the mixed population = hand-computed mean (|Δ|)", "-",
+                        abs(summary["avg_pass_rate"] - hand), "< 1e-12",
+                        abs(summary["avg_pass_rate"] - hand) < TOL))
+    isolation = sorted({r["isolation"] for r in recs})
+    notes = [f"isolation: {', '.join(isolation)}",
+             f"mixed-population summary: A = {summary['avg_pass_rate']:.4f}, "
+             f"F = {summary['fully_passed_rate']:.4f}, micro = {summary['micro_pass_rate']:.4f}, "
+             f"CI95 = ({summary['ci95'][0]:.3f}, {summary['ci95'][1]:.3f}), "
+             f"labels = {summary['failure_modes']}"]
+    plt = _fig()
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for i, (tid, grp) in enumerate(frame.groupby("task_id", sort=False)):
+        ax.scatter(range(len(grp)), grp["score"], label=tid, marker="o", alpha=0.7)
+        exp = grp["expected"].astype(float)
+        ax.scatter(range(len(grp)), exp, marker="x", color="k")
+    ax.set_xticks(range(len(frame.groupby("task_id").get_group(frame.task_id.iloc[0]))))
+    ax.set_xticklabels(list(frame.groupby("task_id").get_group(frame.task_id.iloc[0])["agent"]),
+                       rotation=30, fontsize=7)
+    ax.set_ylabel("score s (x: analytic s*)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return Result(tables={"E1 scores": frame}, figures={"e1_scores": fig}, claims=claims, notes=notes)
+
+
+def _full_rate(recs) -> float:
+    per_task: dict = {}
+    for r in recs:
+        per_task.setdefault(r["task_id"], []).append(r["score"] == 1.0)
+    return sum(sum(v) / len(v) for v in per_task.values()) / len(per_task)
+
+
+# -- E2 ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class E2Config:
+    tasks: tuple = ("unitconv", "kvlog")
+    controls: tuple = CONTROLS
+    wall_s: float = 20.0
+    sandbox: str = "auto"
+
+
+def e2_tasks(config: E2Config) -> list[dict]:
+    return [{"task": t, "control": c} for c in config.controls for t in config.tasks]
+
+
+def e2_run(config: E2Config, seed: int, task: dict) -> dict:
+    rec = _run_one(task["task"], f"control:{task['control']}", config.wall_s, config.sandbox)
+    t = builtin_tasks([task["task"]])[0]
+    legacy_text = rec["agent_stdout"] + "\n" + rec["test_stdout"]
+    return {"task_id": task["task"], "control": task["control"], "score": rec["score"],
+            "label": rec["label"], "expected_label": CONTROL_EXPECTED_LABEL[task["control"]],
+            "legacy_score": score_legacy(legacy_text, rec["n_total"]),
+            "expected_score": expected_partial_score(t, fraction_to_modules(t, 0.5))
+            if task["control"] == "test_leak" else 0.0,
+            "flags": rec["flags"], "unexpected_tests": rec["unexpected_tests"],
+            "agent_wall_s": rec["agent_wall_s"], "wall_budget_s": config.wall_s,
+            "agent_timed_out": rec["agent_timed_out"], "killed_by_limit": rec["agent_killed_by_limit"],
+            "isolation": rec["isolation"], "agent_stdout": rec["agent_stdout"][-2000:],
+            "warnings": rec["warnings"]}
+
+
+def e2_summarize(jobs, config: E2Config) -> Result:
+    recs = [j.metrics for j in jobs]
+    isolation = sorted({r["isolation"] for r in recs})
+    enforced = "none" not in isolation
+    frame = pd.DataFrame([{k: r[k] for k in ("control", "task_id", "score", "expected_score",
+                                             "legacy_score", "label", "expected_label",
+                                             "unexpected_tests", "agent_wall_s")} for r in recs])
+    frame["ok"] = [(abs(r["score"] - r["expected_score"]) < TOL and r["label"] == r["expected_label"])
+                   for r in recs]
+    claims = []
+    score_ok = [abs(r["score"] - r["expected_score"]) < TOL for r in recs]
+    claims.append(Claim("E2 every control scores 0 (test_leak: s*(0.5))", "official grader is "
+                        "forgeable (audit)", f"{sum(score_ok)}/{len(recs)}", "all", all(score_ok)))
+    label_ok = [r["label"] == r["expected_label"] for r in recs]
+    claims.append(Claim("E2 every control gets its expected failure label", "-",
+                        f"{sum(label_ok)}/{len(recs)}", "all", all(label_ok)))
+    by = {}
+    for r in recs:
+        by.setdefault(r["control"], []).append(r)
+    if "forgery" in by:
+        f = by["forgery"]
+        ok = all(r["score"] == 0 and r["legacy_score"] == 1.0 for r in f)
+        claims.append(Claim("E2 forgery: ours 0 vs official regex scorer 1.0",
+                            "regex parsing of free text inflates the numerator",
+                            f"ours {max(r['score'] for r in f):g} / legacy "
+                            f"{min(r['legacy_score'] for r in f):g}", "0 vs 1.0", ok))
+    if "hang" in by:
+        over = max(r["agent_wall_s"] - r["wall_budget_s"] for r in by["hang"])
+        claims.append(Claim.at_most("E2 hang: timeout, wall − deadline (s)", over, 10.0,
+                                    note="label " + ",".join(r["label"] for r in by["hang"])))
+    for name in ("memhog", "forkbomb"):
+        if name in by:
+            ok = all(r["label"] == "resource_killed" for r in by[name])
+            claims.append(Claim(f"E2 {name}: resource_killed, harness survives", "-",
+                                ",".join(r["label"] for r in by[name]), "resource_killed", ok))
+    if "net_probe" in by:
+        connected = sum(r["agent_stdout"].count("CONNECTED") for r in by["net_probe"])
+        failed = sum(r["agent_stdout"].count("FAILED") for r in by["net_probe"])
+        claims.append(Claim("E2 net_probe: no connection succeeds", "-",
+                            f"{connected} connected, {failed} failed" if enforced else "not enforced",
+                            "0 connected (errors logged)", enforced and connected == 0 and failed > 0))
+    if "peek" in by:
+        counts = [int(m.group(1)) for r in by["peek"]
+                  for m in [re.search(r"readable_hidden_files=(\d+)", r["agent_stdout"])] if m]
+        ok = enforced and len(counts) == len(by["peek"]) and max(counts) == 0
+        claims.append(Claim("E2 peek: hidden tests/reference not readable", "-",
+                            f"{max(counts) if counts else 'n/a'} files readable" if enforced
+                            else "not enforced", "0 readable", ok))
+    if "test_leak" in by:
+        ok = all(r["unexpected_tests"] > 0 and abs(r["score"] - r["expected_score"]) < TOL
+                 for r in by["test_leak"])
+        claims.append(Claim("E2 test_leak: unexpected_tests > 0 and s = s*(0.5)", "issue #12",
+                            ",".join(f"{r['unexpected_tests']} unexpected, s={r['score']:.3f}"
+                                     for r in by["test_leak"]), "> 0 and = s*", ok))
+    notes = [f"isolation: {', '.join(isolation)}"]
+    if not enforced:
+        notes.append("WARNING: sandbox 'none' — network and hidden-file checks are NOT enforced")
+    plt = _fig()
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    agg = frame.groupby("control", sort=False)[["score", "legacy_score"]].mean()
+    x = range(len(agg))
+    ax.bar([i - 0.2 for i in x], agg["legacy_score"], width=0.4, label="official regex scorer")
+    ax.bar([i + 0.2 for i in x], agg["score"], width=0.4, label="ours (JUnit + manifest)")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(agg.index, rotation=40, fontsize=7, ha="right")
+    ax.set_ylabel("score")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return Result(tables={"E2 controls": frame}, figures={"e2_controls": fig}, claims=claims,
+                  notes=notes)
+
+
+# -- E3 ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class E3Config:
+    task: str = "csvq"
+    write: int = 2
+    finish_at: int = 10
+    max_steps: int = 500
+    step_limit_max_steps: int = 20
+    wall_s: float = 300.0
+    sandbox: str = "auto"
+
+
+def e3_tasks(config: E3Config) -> list[dict]:
+    return [{"case": "premature"}, {"case": "step_limit"}]
+
+
+def e3_run(config: E3Config, seed: int, task: dict) -> dict:
+    t = builtin_tasks([config.task])[0]
+    if task["case"] == "premature":
+        agent = reference_agent("steps", write=config.write, finish_at=config.finish_at)
+        limits = Limits(**{**t.limits.__dict__, "wall_s": config.wall_s, "max_steps": config.max_steps})
+    else:
+        agent = reference_agent("steps", write=config.write, finish_at=None)
+        limits = Limits(**{**t.limits.__dict__, "wall_s": config.wall_s,
+                           "max_steps": config.step_limit_max_steps})
+    rec = evaluate([t], agent, sandbox=config.sandbox, limits=limits).records[0]
+    return {"case": task["case"], "label": rec["label"], "steps": rec["steps"],
+            "score": rec["score"], "finished": rec["finished"],
+            "step_limit_hit": rec["step_limit_hit"], "agent_wall_s": rec["agent_wall_s"],
+            "max_steps": limits.max_steps}
+
+
+def e3_summarize(jobs, config: E3Config) -> Result:
+    recs = {j.metrics["case"]: j.metrics for j in jobs}
+    claims = []
+    if "premature" in recs:
+        r = recs["premature"]
+        claims.append(Claim(f"E3 finish at step {config.finish_at}/{config.max_steps} with "
+                            f"{config.write} modules ⇒ premature_finish",
+                            "premature termination is a main failure mode", r["label"],
+                            "premature_finish", r["label"] == "premature_finish",
+                            note=f"steps={r['steps']}, s={r['score']:.3f}"))
+    if "step_limit" in recs:
+        r = recs["step_limit"]
+        claims.append(Claim("E3 never finishing ⇒ step_limit", "OpenHands iteration cap",
+                            r["label"], "step_limit", r["label"] == "step_limit",
+                            note=f"steps={r['steps']} of {r['max_steps']}"))
+    return Result(tables={"E3": pd.DataFrame(list(recs.values()))}, claims=claims)
+
+
+# -- scaling -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScalingConfig:
+    sizes: tuple = (50, 200, 800, 3200)
+    sandbox: str = "auto"
+
+
+def scaling_tasks(config: ScalingConfig) -> list[dict]:
+    return [{"n_tests": n} for n in config.sizes]
+
+
+def scaling_run(config: ScalingConfig, seed: int, task: dict) -> dict:
+    root = Path(tempfile.mkdtemp(prefix="nl2repo-scale-"))
+    try:
+        t = make_scaling_task(task["n_tests"], root / "task")
+        report = grade(t, t.reference_dir, sandbox=config.sandbox)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {"n_tests": task["n_tests"], "score": report.score, "total_s": report.total_s,
+            "pytest_s": report.pytest_s, "overhead_s": report.total_s - report.pytest_s,
+            "parse_score_s": report.parse_score_s, "install_s": report.install_s}
+
+
+def scaling_summarize(jobs, config: ScalingConfig) -> Result:
+    recs = sorted((j.metrics for j in jobs), key=lambda r: r["n_tests"])
+    frame = pd.DataFrame(recs)
+    n = [r["n_tests"] for r in recs]
+    slope = loglog_slope(n, [r["overhead_s"] for r in recs])
+    parse_slope = loglog_slope(n, [max(r["parse_score_s"], 1e-6) for r in recs])
+    claims = [Claim.at_most("scaling: log-log slope of harness overhead vs |M|", slope, 1.15,
+                            paper="harness overhead O(|M|)",
+                            note=f"overhead = total − pytest's own duration; parse+score alone: "
+                                 f"slope {parse_slope:.2f}"),
+              Claim("scaling: oracle scores 1.0 at every size", "-", min(r["score"] for r in recs),
+                    "= 1.0", all(r["score"] == 1.0 for r in recs))]
+    plt = _fig()
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    ax.loglog(n, frame["overhead_s"], "o-", label="overhead (total − pytest)")
+    ax.loglog(n, frame["pytest_s"].clip(lower=1e-3), "s--", label="pytest's own duration")
+    ax.loglog(n, frame["parse_score_s"].clip(lower=1e-6), "^:", label="JUnit parse + score")
+    ax.set_xlabel("|M| (tests)")
+    ax.set_ylabel("seconds")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return Result(tables={"scaling": frame}, figures={"scaling": fig}, claims=claims,
+                  notes=[f"parse+score slope {parse_slope:.3f}"])
+
+
+EXPERIMENT = register(Experiment(
+    slug="nl2repo",
+    title="NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding Agents",
+    parts=[
+        Part("E1", e1_run, e1_summarize,
+             quick=E1Config(tasks=("kvlog",), oracle_runs=2, fractions=(0.5,)),
+             full=E1Config(), seeds=(0,), quick_seeds=(0,), tasks=e1_tasks,
+             description="reference-agent matrix: oracle ×3, null, stub, partial(f) on 4 tasks"),
+        Part("E2", e2_run, e2_summarize,
+             quick=E2Config(tasks=("kvlog",), controls=("forgery", "report_patch", "hang",
+                                                         "symlink_escape"), wall_s=4.0),
+             full=E2Config(), seeds=(0,), quick_seeds=(0,), tasks=e2_tasks,
+             description="twelve negative-control agents on 2 tasks"),
+        Part("E3", e3_run, e3_summarize, quick=E3Config(task="kvlog", write=1),
+             full=E3Config(), seeds=(0,), quick_seeds=(0,), tasks=e3_tasks,
+             description="premature-finish and step-limit detection (step protocol)"),
+        Part("scaling", scaling_run, scaling_summarize, quick=ScalingConfig(sizes=(20, 160)),
+             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,), tasks=scaling_tasks,
+             description="harness overhead vs |M|: log-log slope ≤ 1.15"),
+    ],
+    claims=["best agents reach only ≈40 % average test pass rate (not reproducible offline: no "
+            "LLM agents); reproduced: an execution-based harness whose scores are exact for "
+            "agents of known quality and robust to twelve cheating/misbehaving agents"],
+    reference="Ding et al., NL2Repo-Bench, ICML 2026, arXiv:2512.12730",
+))
