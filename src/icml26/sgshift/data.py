@@ -198,11 +198,11 @@ def make_concept_shift(n_source=5000, n_target=1000, n_val=1000, p=30, n_informa
 
 def make_semisynthetic(X_source, y_source, X_target, shifted, *, task="classification",
                        generator=None, n_source=5000, n_target=1000, n_val=1000, magnitude=1.0,
-                       source_labels="sampled", seed=0) -> Bunch:
+                       source_labels="sampled", target_fraction=0.5, seed=0) -> Bunch:
     """Semi-synthetic labels on real features with a planted concept shift (paper §simulations).
 
-    Draw ``n_source`` source rows; split the target pool 50/50 (seed 42, as the reference)
-    and draw ``n_target`` rows from one half and ``n_val`` from the other; standardise all
+    Draw ``n_source`` source rows; split the target pool (seed 42; 50/50 as in the reference
+    by default) and draw ``n_target`` rows from the first part and ``n_val`` from the rest; standardise all
     with the source sample's mean/std. Fit ``generator`` on the real source labels, then
 
     - classification: y_S ~ Bernoulli(p_gen(x)) (``source_labels="sampled"``, our default)
@@ -227,6 +227,8 @@ def make_semisynthetic(X_source, y_source, X_target, shifted, *, task="classific
     n_source, n_target, n_val : int
     magnitude : float
     source_labels : {"sampled", "hard"}
+    target_fraction : float in (0, 1)
+        Share of the target pool that ``n_target`` is drawn from.
     seed : int
 
     Returns
@@ -244,13 +246,15 @@ def make_semisynthetic(X_source, y_source, X_target, shifted, *, task="classific
     XS_all = np.asarray(X_source, dtype=float)
     yS_real = np.asarray(y_source)
     XT_all = np.asarray(X_target, dtype=float)
-    for name, n, pool in (("n_source", n_source, len(XS_all)),
-                          ("n_target", n_target, len(XT_all) // 2),
-                          ("n_val", n_val, len(XT_all) - len(XT_all) // 2)):
-        check_int(n, name, min_value=1, max_value=pool)
+    check_scalar_in(target_fraction, "target_fraction", low=0.0, high=1.0,
+                    low_inclusive=False, high_inclusive=False)
+    half = int(round(target_fraction * len(XT_all)))
+    for name, n, available in (("n_source", n_source, len(XS_all)),
+                               ("n_target", n_target, half),
+                               ("n_val", n_val, len(XT_all) - half)):
+        check_int(n, name, min_value=1, max_value=available)
     source_rows = rng.choice(len(XS_all), size=n_source, replace=False)
     pool = np.random.default_rng(POOL_SPLIT_SEED).permutation(len(XT_all))
-    half = len(pool) // 2
     target_rows = rng.choice(pool[:half], size=n_target, replace=False)
     val_rows = rng.choice(pool[half:], size=n_val, replace=False)
     scaler = StandardScaler().fit(XS_all[source_rows])

@@ -212,7 +212,8 @@ class SGShift(BaseEstimator):
     lambda_ : float
         The chosen penalty level.
     path_ : dict
-        ``lambdas`` (L,), ``coefs`` (L, p) of delta (linear basis), ``cv_scores`` (L,) or None.
+        ``lambdas`` (L,), ``coefs`` (L, p) of delta (linear basis), ``cv_scores`` (L,) (mean
+        held-out BIC-type score; None for a single lambda) and ``bic`` (L,) (in-sample).
     shift_coef_ : ndarray (p,) or (p, q)
         delta at ``lambda_`` on the standardised scale (zeros for unselected/dropped features).
     absorb_coef_ : ndarray or None
@@ -413,6 +414,9 @@ class SGShift(BaseEstimator):
 
         self._design = _Design(self.basis, self.standardize).fit(XS if XS is not None else X, X)
         self.dropped_features_ = np.setdiff1d(np.arange(p), self._design.kept_)
+        if self.dropped_features_.size == p:
+            raise ValueError("every column of X_target is constant; expected at least one "
+                             "feature that varies in the target sample")
         if self.dropped_features_.size:
             warnings.warn(f"constant features dropped from the shift model (coefficient 0): "
                           f"{self._names(self.dropped_features_)}", UserWarning, stacklevel=2)
@@ -452,7 +456,7 @@ class SGShift(BaseEstimator):
         self.lambda_ = float(lambdas[best])
         delta_path = path.coefs[:, problem.delta_cols]
         self.path_ = {"lambdas": lambdas, "coefs": self._per_feature(delta_path),
-                      "cv_scores": cv_scores}
+                      "cv_scores": cv_scores, "bic": self._in_sample_bic(problem, path.coefs)}
         coef = path.coefs[best]
         self.entry_score_ = entry_scores(delta_path, self._design.column_feature_, p)
         self.selection_frequency_ = None
@@ -513,6 +517,22 @@ class SGShift(BaseEstimator):
             position[j] += 1
         return out
 
+    def _information_score(self, eta, y, k_nonzero):
+        """BIC-type score of the reference code: 2 NLL + k log n, or n log(RSS/n) + k log n."""
+        n = len(y)
+        if self._family == "binomial":
+            fit_term = 2.0 * float(np.sum(np.logaddexp(0.0, eta) - y * eta))
+        else:
+            fit_term = n * np.log(float(np.sum((eta - y) ** 2)) / n + 1e-12)
+        return fit_term + k_nonzero * np.log(n)
+
+    def _in_sample_bic(self, problem, coefs):
+        """BIC of each path solution on the data it was fitted on (stacked for absorption)."""
+        X, y, offset = problem.arrays()
+        return np.array([self._information_score(
+            offset + X @ coef, y, int(np.sum(np.abs(coef[problem.penalised_cols]) > NONZERO_TOL)))
+            for coef in coefs])
+
     def _cv_scores(self, problem, lambdas):
         folds = KFold(n_splits=self.cv, shuffle=True, random_state=CV_SEED)
         scores = np.zeros((self.cv, len(lambdas)))
@@ -526,13 +546,7 @@ class SGShift(BaseEstimator):
                 eta = problem.target_eta(coef, test)
                 y_val = problem.y_target[test]
                 k_nonzero = int(np.sum(np.abs(coef[problem.penalised_cols]) > NONZERO_TOL))
-                n_val = len(test)
-                if self._family == "binomial":
-                    dev = float(np.sum(np.logaddexp(0.0, eta) - y_val * eta))
-                    score = 2.0 * dev + k_nonzero * np.log(n_val)
-                else:
-                    rss = float(np.sum((eta - y_val) ** 2))
-                    score = n_val * np.log(rss / n_val + 1e-12) + k_nonzero * np.log(n_val)
+                score = self._information_score(eta, y_val, k_nonzero)
                 if k_nonzero == 0 and not self.allow_empty:
                     score = np.inf
                 scores[k, i] = score
