@@ -1,0 +1,69 @@
+"""Every part's quick config through the runner: structure, and the meaningful quick bars."""
+
+import math
+
+import pytest
+
+from icml26.core.experiment import get_experiment
+from icml26.core.runner import run_part
+
+
+@pytest.fixture(scope="module")
+def experiment():
+    return get_experiment("top")
+
+
+def claims_by_name(outcome):
+    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
+    assert outcome.summarize_error is None, outcome.summarize_error
+    return {c.name: c for c in outcome.result.claims}
+
+
+def test_e1_quick_runs_all_objectives_and_top_does_not_hurt(experiment):
+    outcome = run_part(experiment, "E1", quick=True)
+    claims = claims_by_name(outcome)
+    assert {j.metrics["objective"] for j in outcome.jobs} == {"ntp", "top", "mtp", "dsmtp"}
+    assert "E1 NTP exact at the Clever-Hans plateau" in claims
+    assert "E1 NTP teacher-forced acc, token 2" in claims
+    assert claims["E1 TOP exact − NTP exact"].passed  # both near 0 this early: TOP must not be worse
+    assert "star_graph" in outcome.result.tables and "star_graph_curves" in outcome.result.figures
+    for job in outcome.jobs:
+        assert job.metrics["curve"] and 0.0 <= job.metrics["exact"] <= 1.0
+
+
+def test_e2_quick_reports_ce_and_ndcg(experiment):
+    outcome = run_part(experiment, "E2", quick=True)
+    claims = claims_by_name(outcome)
+    assert set(claims) == {"E2 val CE(NTP+TOP) − CE(NTP) (nats/char)",
+                           "E2 NDCG@10 TOP head − NDCG@10 NTP logits", "E2 MTP (n=2) val CE reported"}
+    assert claims["E2 MTP (n=2) val CE reported"].passed
+    top = next(j.metrics for j in outcome.jobs if j.metrics["objective"] == "top")
+    assert math.isfinite(top["val_ce"]) and 0.0 <= top["ndcg_top_head"] <= 1.0
+    assert len(top["corpus_sha1"]) == 40
+
+
+def test_scaling_quick_measures_slope_and_step_ratio(experiment):
+    outcome = run_part(experiment, "scaling", quick=True)
+    claims = claims_by_name(outcome)
+    slope = claims["scaling: top_targets log-log slope vs T+W"].measured
+    assert 0.3 < slope < 2.0
+    assert claims["scaling: step time NTP+TOP / NTP"].measured > 0.5
+
+
+def test_star_long_quick_includes_negative_control(experiment):
+    outcome = run_part(experiment, "star-long", quick=True)
+    claims = claims_by_name(outcome)
+    assert "star-long G(2-4-12) mean exact(TOP)" in claims
+    control = claims["star-long G(2-4-12) negative control exact(TOP-shuffled) − exact(NTP)"]
+    assert control.passed  # a shuffled-order target must not beat NTP
+    assert not experiment.part("star-long").default
+
+
+def test_same_seed_gives_same_metrics(experiment):
+    from icml26.top.experiment import STAR_QUICK, run_star
+    import dataclasses
+
+    cfg = dataclasses.replace(STAR_QUICK, steps=5, n_train=200, n_test=50, n_eval_curve=50, eval_every=5)
+    a = run_star(cfg, 3, {"graph": "2-4-12", "objective": "top"})
+    b = run_star(cfg, 3, {"graph": "2-4-12", "objective": "top"})
+    assert a["exact"] == b["exact"] and a["curve"][0]["ntp_loss"] == b["curve"][0]["ntp_loss"]
