@@ -426,6 +426,10 @@ class SGShift(BaseEstimator):
                           f"them arbitrarily): {self.collinear_groups_}", UserWarning,
                           stacklevel=2)
         DT = self._design.transform(X)
+        if self.knockoffs and n < 2 * DT.shape[1] and not self.force:
+            raise ValueError(f"knockoffs need n_target >= 2 * p for a usable covariance "
+                             f"estimate (n_target={n}, p={DT.shape[1]}); pass force=True to "
+                             "run anyway")
         DS = self._design.transform(XS) if (XS is not None and needs_source) else None
         self._family = "binomial" if self.task_ == "classification" else "gaussian"
         rng = self.random_state if isinstance(self.random_state, np.random.Generator) \
@@ -555,9 +559,6 @@ class SGShift(BaseEstimator):
     def _fit_knockoffs(self, problem, rng, source_model, X_raw, X_source, y_source, yS, DT,
                        DS, f_target):
         n_t, d = DT.shape
-        if n_t < 2 * d and not self.force:
-            raise ValueError(f"knockoffs need n_target >= 2 * p for a usable covariance "
-                             f"estimate (n_target={n_t}, p={d}); pass force=True to run anyway")
         lam = self.lambda_
         sampler = GaussianKnockoffSampler(self.knockoff_method).fit(DT)
         n_source = len(yS)
