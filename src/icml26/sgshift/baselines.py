@@ -40,6 +40,14 @@ def _task_of(y):
     return "classification" if np.unique(y).size <= 2 else "regression"
 
 
+def _check_inputs(model, X_source, y_source, X_target, y_target):
+    """Validate the baseline inputs; returns arrays and the task."""
+    if model is None:
+        raise ValueError("model must be an (unfitted) scikit-learn estimator, got None")
+    XS, yS, XT, yT = _check_pair(X_source, y_source, X_target, y_target)
+    return XS, yS, XT, yT, _task_of(yT)
+
+
 def _check_pair(X_source, y_source, X_target, y_target):
     XS = check_matrix(X_source, "X_source", min_samples=4)
     XT = check_matrix(X_target, "X_target", min_samples=4)
@@ -102,13 +110,10 @@ class DiffLasso(BaseEstimator):
 
     def fit(self, X_source, y_source, X_target, y_target):
         """Fit both domain models and the lasso path of their difference."""
-        if self.model is None:
-            raise ValueError("model must be an (unfitted) scikit-learn estimator, got None")
-        XS, yS, XT, yT = _check_pair(X_source, y_source, X_target, y_target)
+        XS, yS, XT, yT, task = _check_inputs(self.model, X_source, y_source, X_target, y_target)
         alphas = np.sort(np.asarray(self.alphas, dtype=float))[::-1]
         if alphas.ndim != 1 or alphas.size < 1 or np.any(alphas <= 0):
             raise ValueError("alphas must be a 1-D array of positive floats")
-        task = _task_of(yT)
         source_model, target_model, X_stack = _split_fit(self.model, XS, yS, XT, yT,
                                                          self.random_state)
         difference = (source_offset(target_model, X_stack, task)
@@ -171,11 +176,8 @@ class WhyShiftTree(BaseEstimator):
 
     def fit(self, X_source, y_source, X_target, y_target):
         """Fit the repeats and aggregate the selection frequencies."""
-        if self.model is None:
-            raise ValueError("model must be an (unfitted) scikit-learn estimator, got None")
         check_int(self.n_repeats, "n_repeats", min_value=1)
-        XS, yS, XT, yT = _check_pair(X_source, y_source, X_target, y_target)
-        task = _task_of(yT)
+        XS, yS, XT, yT, task = _check_inputs(self.model, X_source, y_source, X_target, y_target)
         hits = np.zeros(XS.shape[1])
         importance = np.zeros(XS.shape[1])
         for r in range(self.n_repeats):
@@ -243,14 +245,11 @@ class ShapDiff(BaseEstimator):
 
     def fit(self, X_source, y_source, X_target, y_target):
         """Fit both domain models and compute the SHAP gap per feature."""
-        if self.model is None:
-            raise ValueError("model must be an (unfitted) scikit-learn estimator, got None")
+        XS, yS, XT, yT, task = _check_inputs(self.model, X_source, y_source, X_target, y_target)
         try:
             import shap
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("ShapDiff needs the shap package: pip install 'icml26[sgshift]'") from exc
-        XS, yS, XT, yT = _check_pair(X_source, y_source, X_target, y_target)
-        task = _task_of(yT)
         source_model, target_model, X_stack = _split_fit(self.model, XS, yS, XT, yT,
                                                          self.random_state)
         if self.n_explain is not None and len(X_stack) > self.n_explain:
