@@ -142,9 +142,9 @@ def test_q_dyn_without_transitions_raises():
 # -- pitfall: frame-level split leaks storm identity -------------------------------------------
 def test_frame_level_split_leaks_and_probe_splits_by_trajectory(frames):
     rng = np.random.default_rng(0)
-    frames = frames.subset(frames.trajectory_id < 80)
+    frames = frames.subset(frames.trajectory_id < 60)
     ids = frames.trajectory_id
-    codes = rng.standard_normal((ids.max() + 1, 100))[ids]        # storm identity only
+    codes = rng.standard_normal((ids.max() + 1, 120))[ids]        # storm identity only
     Z = codes + 0.05 * rng.standard_normal(codes.shape)
     probe = StructuralAlignmentProbe(seed=42, balance=False).fit(Z, frames)
     assert set(ids[probe.train_mask_]).isdisjoint(ids[probe.test_mask_])
