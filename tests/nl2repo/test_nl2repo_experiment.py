@@ -2,10 +2,8 @@
 
 import pytest
 
-from icml26.core.experiment import get_experiment
 from icml26.core.runner import run_part
-
-EXP = get_experiment("nl2repo")
+from icml26.nl2repo.experiment import EXPERIMENT as EXP
 
 
 @pytest.mark.parametrize("part,expected", [
@@ -24,3 +22,25 @@ def test_quick_part_claims_pass(part, expected):
         assert matching, f"claim {prefix!r} missing; have {list(claims)}"
         assert all(c.passed for c in matching), [(c.name, c.measured, c.bar) for c in matching]
     assert outcome.result.tables
+
+
+def _job(metrics):
+    from icml26.core.experiment import JobResult
+
+    return JobResult("E2", 0, None, metrics, 0.0)
+
+
+def test_e2_without_isolation_reports_not_enforced():
+    from icml26.nl2repo.experiment import E2Config, e2_summarize
+
+    base = {"task_id": "kvlog", "score": 0.0, "expected_score": 0.0, "legacy_score": 0.0,
+            "label": "collection_errors", "expected_label": "collection_errors",
+            "unexpected_tests": 0, "agent_wall_s": 1.0, "isolation": "none", "flags": [],
+            "warnings": ["running agents WITHOUT isolation"]}
+    jobs = [_job({**base, "control": "net_probe", "agent_stdout": "NETPROBE 1.1.1.1:80 CONNECTED"}),
+            _job({**base, "control": "peek", "agent_stdout": "PEEK readable_hidden_files=12"})]
+    result = e2_summarize(jobs, E2Config(controls=("net_probe", "peek"), sandbox="none"))
+    claims = {c.name.split(":")[0]: c for c in result.claims}
+    assert claims["E2 net_probe"].measured == "not enforced" and not claims["E2 net_probe"].passed
+    assert claims["E2 peek"].measured == "not enforced" and not claims["E2 peek"].passed
+    assert any("NOT enforced" in n for n in result.notes)

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -199,3 +198,23 @@ def test_empty_workspace_is_no_output_without_install(tmp_path):
     report = grade(task, tmp_path, sandbox="bwrap")
     assert (report.score, report.label, report.install_ok) == (0.0, "no_output", False)
     assert set(report.outcomes.values()) == {"missing"}
+
+
+def test_step_tools_cannot_escape_workspace(tmp_path):
+    from icml26.nl2repo.harness import _safe_path
+
+    assert _safe_path(tmp_path, "pkg/a.py") == (tmp_path / "pkg" / "a.py").resolve()
+    with pytest.raises(ValueError, match="leaves the workspace"):
+        _safe_path(tmp_path, "../outside.py")
+
+
+def test_manifest_mismatch_lists_failing_ids(tmp_path):
+    from icml26.nl2repo import ManifestMismatchError, check_manifest
+    from icml26.nl2repo.data import make_scaling_task
+
+    task = make_scaling_task(3, tmp_path / "t")
+    core = task.reference_dir / "scalepkg" / "core.py"
+    core.write_text("def value(i):\n    return i + 1 if i != 2 else 0\n")  # drifted environment
+    with pytest.raises(ManifestMismatchError, match=r"test_value\[2\]") as info:
+        check_manifest(task, sandbox="bwrap")
+    assert info.value.failing == ["test_core.py::test_value[2]"]

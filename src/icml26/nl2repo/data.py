@@ -8,11 +8,9 @@ network and are read only through :func:`icml26.nl2repo.load_official_task`.
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from pathlib import Path
 
-from .task import Task, collect_node_ids, load_task, tasks_root
+from .task import Task, collect_node_ids, load_task
 
 __all__ = ["freeze_manifest", "make_scaling_task", "module_requirements"]
 
@@ -97,5 +95,3 @@ def make_scaling_task(n_tests: int, root) -> Task:
     (root / "manifest.json").write_text(json.dumps({"tests": ids, "files": {"test_core.py": ["core"]}}))
     return load_task(root)
 
-
-_unused = (re, shutil, tasks_root)

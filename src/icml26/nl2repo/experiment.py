@@ -154,7 +154,12 @@ def e1_summarize(jobs, config: E1Config) -> Result:
                 "E1 fully-passed rate of partial(0.75) (spec bar = 0)", rate, 0.0,
                 paper="-", note="⌈0.75·K⌉ = K for the K = 3-module tasks (unitconv, kvlog), so "
                 "partial(0.75) is a complete solution there; the bar conflicts with the spec's own "
-                "definition of partial(f). Its analytic value is checked by the s* claim."))
+                "definition of partial(f). Its analytic value is checked by the next claim."))
+            tasks = {t.id: t for t in builtin_tasks(sorted({r["task_id"] for r in p75}))}
+            analytic = sum(fraction_to_modules(t, 0.75) == len(t.modules) for t in tasks.values()
+                           ) / len(tasks)
+            claims.append(Claim("E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K]",
+                                "-", rate, f"= {analytic:g}", abs(rate - analytic) < TOL))
     # aggregate A of the whole mixed population equals the hand-computed mean
     results = Results(records=[{**r, "category": r["category"]} for r in recs])
     summary = results.summary()

@@ -15,7 +15,6 @@ denominators, leaked tests, forgeable text parsing) are fixed here.
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 import select
@@ -29,9 +28,8 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from .sandbox import NoSandbox, ProcResult, Tail, kill_process_group, make_sandbox
+from .sandbox import Tail, kill_process_group, make_sandbox
 from .task import Limits, Task, tasks_root
 
 __all__ = ["AgentSpec", "AgentRun", "GradeReport", "Results", "run_agent", "grade", "evaluate",
@@ -912,5 +910,3 @@ def evaluate(tasks, agent, *, runs: int = 1, sandbox="auto", limits: Limits | No
                 results.to_json(out)
     return results
 
-
-_unused = (math, NoSandbox, ProcResult, Callable)

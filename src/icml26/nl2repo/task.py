@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,9 +217,6 @@ class Task:
             seen.add(cur)
             stack.extend(by_name[cur].deps if cur in by_name else ())
         return seen
-
-
-_NODE_RE = re.compile(r"^def (test_\w+)|^    def (test_\w+)|^class (Test\w+)", re.M)
 
 
 def collect_node_ids(tests_dir: Path) -> set[str]:
