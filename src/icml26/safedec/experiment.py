@@ -34,7 +34,8 @@ METRICS = ("sat", "success", "both", "rho", "cost", "length", "collisions", "int
 
 
 def _summ(m: dict) -> dict:
-    out = {k: float(np.nanmean(m[k])) for k in METRICS}
+    out = {k: float(np.mean(m[k][np.isfinite(m[k])])) if np.isfinite(m[k]).any() else float("nan")
+           for k in METRICS}
     for k in ("sat", "success", "both"):
         out[k] *= 100.0
     out["overhead_ms"] = float(m["overhead_ms"])
@@ -86,9 +87,8 @@ def run_main(config: MainConfig, seed: int, task: dict) -> dict:
         m = rollout(policy, episodes, family, uniforms=uniforms, **kw)
         out[name] = _summ(m)
         tokens[name] = m["tokens"]
-    if "rcd0" in tokens:
-        out["rcd0_equals_uncon"] = bool(np.array_equal(tokens["rcd0"], tokens["uncon"]))
-    return {"family": family, "decoders": out, "world": asdict(_world(config))}
+    same = bool(np.array_equal(tokens["rcd0"], tokens["uncon"])) if "rcd0" in tokens else None
+    return {"family": family, "decoders": out, "rcd0_equals_uncon": same, "world": asdict(_world(config))}
 
 
 def _records(jobs, key="decoders"):
@@ -148,8 +148,7 @@ def summarize_main(jobs, config: MainConfig) -> Result:
         claims.append(Claim.at_least(f"E1(f) HCD − Filter executed log π, min over seeds, {fam}",
                                      float(np.min(per_seed)), 0.0,
                                      paper="filtering breaks the autoregressive context"))
-    eq = [j.metrics["decoders"] and j.metrics.get("rcd0_equals_uncon") for j in jobs
-          if j.metrics["family"] != "free"]
+    eq = [bool(j.metrics["rcd0_equals_uncon"]) for j in jobs if j.metrics["family"] != "free"]
     claims.append(Claim("E1(g) RCD α=0 equals Uncon bit for bit", "α = 0 is the base policy",
                         f"{sum(map(bool, eq))}/{len(eq)} runs identical", "all identical", all(eq)))
     world = jobs[0].metrics["world"]

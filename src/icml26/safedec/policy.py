@@ -41,16 +41,19 @@ class _Block(nn.Module):
         b, t, d = x.shape
         return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)
 
-    def forward(self, x, cache: dict | None = None):
+    def forward(self, x, cache: dict | None = None, attn_mask: torch.Tensor | None = None,
+                window: int | None = None):
         q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
         q, k, v = self._split(q), self._split(k), self._split(v)
         if cache is None:  # right-padded batches need no padding mask under causality
-            att = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+            att = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=attn_mask is None,
                                                  dropout_p=self.drop.p if self.training else 0.0)
         else:
             if "k" in cache:
                 k = torch.cat([cache["k"], k], dim=2)
                 v = torch.cat([cache["v"], v], dim=2)
+            if window is not None:  # attend to the last `window` steps only
+                k, v = k[:, :, -window:], v[:, :, -window:]
             cache["k"], cache["v"] = k, v
             att = F.scaled_dot_product_attention(q, k, v)
         b, h, t, dh = att.shape
@@ -83,9 +86,11 @@ class NavTransformer(nn.Module):
     """
 
     def __init__(self, obs_dim: int = OBS_DIM, n_tokens: int = N_TOKENS, dim: int = 64, heads: int = 4,
-                 ff: int = 128, layers: int = 2, context: int = T_MAX, dropout: float = 0.1):
+                 ff: int = 128, layers: int = 2, context: int = T_MAX, dropout: float = 0.1,
+                 window: int | None = None):
         super().__init__()
         self.obs_dim, self.n_tokens, self.context = obs_dim, n_tokens, context
+        self.window = window
         self.bos = n_tokens
         self.obs_in = nn.Linear(obs_dim, dim)
         self.token_emb = nn.Embedding(n_tokens + 1, dim)  # + BOS
@@ -93,11 +98,15 @@ class NavTransformer(nn.Module):
         self.blocks = nn.ModuleList(_Block(dim, heads, ff, dropout) for _ in range(layers))
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, n_tokens)
+        # GPT-2-style small embedding init: N(0, 1) embeddings would swamp W_o o_t (|o_t| ~ 1)
+        nn.init.normal_(self.token_emb.weight, std=0.02)
+        nn.init.normal_(self.pos_emb.weight, std=0.02)
 
     def _embed(self, obs, prev_tokens, positions):
         return self.obs_in(obs) + self.token_emb(prev_tokens) + self.pos_emb(positions)
 
-    def forward(self, obs: torch.Tensor, prev_tokens: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, prev_tokens: torch.Tensor,
+                attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Logits for every step.
 
         Parameters
@@ -105,6 +114,8 @@ class NavTransformer(nn.Module):
         obs : Tensor, shape (B, T, obs_dim)
         prev_tokens : LongTensor, shape (B, T)
             ``a_{t−1}`` (``self.bos`` at t = 0).
+        attn_mask : BoolTensor, shape (B, 1, T, T), optional
+            True where attention is allowed (default: causal).
 
         Returns
         -------
@@ -115,8 +126,12 @@ class NavTransformer(nn.Module):
             raise ValueError(f"sequence length {obs.shape[1]} exceeds the context {self.context}")
         pos = torch.arange(obs.shape[1], device=obs.device)
         x = self._embed(obs, prev_tokens, pos[None])
+        if attn_mask is None and self.window is not None:
+            t = obs.shape[1]
+            rel = pos[:, None] - pos[None, :]
+            attn_mask = ((rel >= 0) & (rel < self.window))[None, None]
         for block in self.blocks:
-            x = block(x)
+            x = block(x, attn_mask=attn_mask)
         return self.head(self.norm(x))
 
     def start(self) -> dict:
@@ -139,7 +154,7 @@ class NavTransformer(nn.Module):
         pos = torch.full((obs.shape[0], 1), t, dtype=torch.long, device=obs.device)
         x = self._embed(obs[:, None], prev_tokens[:, None], pos)
         for block, layer_cache in zip(self.blocks, cache["layers"]):
-            x = block(x, cache=layer_cache)
+            x = block(x, cache=layer_cache, window=self.window)
         cache["t"] = t + 1
         return self.head(self.norm(x))[:, 0]
 
@@ -159,7 +174,8 @@ def _pad_batch(demos, idx):
 
 
 def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: float = 3e-3,
-             weight_decay: float = 0.01, label_smoothing: float = 0.1, **model_kw) -> NavTransformer:
+             weight_decay: float = 0.01, label_smoothing: float = 0.1, action_dropout: float = 0.0,
+             history_dropout: float = 0.0, warmup: int = 0, **model_kw) -> NavTransformer:
     """Behaviour cloning: cross-entropy with label smoothing, AdamW with cosine decay.
 
     Parameters
@@ -187,13 +203,24 @@ def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: f
     rng = np.random.default_rng(seed)
     model = NavTransformer(obs_dim=demos[0].obs.shape[1], **model_kw)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / steps)))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup if warmup else 1.0) * 0.5 * (1 + math.cos(math.pi * s / steps)))
     model.train()
     for _ in range(steps):
         idx = rng.choice(len(demos), size=min(batch, len(demos)), replace=False)
         obs, tok, pad = _pad_batch(demos, idx)
         prev = torch.cat([torch.full((len(idx), 1), model.bos), tok[:, :-1]], dim=1)
-        logits = model(obs, prev)
+        if action_dropout > 0:  # hide a_{t-1} at random: counters the copycat shortcut
+            hide = torch.rand(prev.shape) < action_dropout
+            prev = prev.masked_fill(hide, model.bos)
+        mask = None
+        if history_dropout > 0:  # some steps see only their own observation (anti-copycat)
+            t = obs.shape[1]
+            causal = torch.ones(t, t, dtype=torch.bool).tril()
+            own = torch.eye(t, dtype=torch.bool)
+            alone = torch.rand(len(idx), t) < history_dropout
+            mask = torch.where(alone[:, None, :, None], own, causal)
+        logits = model(obs, prev, attn_mask=mask)
         loss = F.cross_entropy(logits[~pad], tok[~pad], label_smoothing=label_smoothing)
         opt.zero_grad()
         loss.backward()
