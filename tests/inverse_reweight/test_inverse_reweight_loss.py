@@ -214,3 +214,25 @@ def test_nan_logits_rejected():
 def test_bad_hyper_parameters_rejected(kwargs, name):
     with pytest.raises(ValueError, match=name):
         InverseReweightLoss([1, 2, 3], **kwargs)
+
+
+def test_delayed_start_uses_plain_ce_then_reweights():
+    loss_fn = InverseReweightLoss([9, 3, 1], switch_epoch=2, macro_switch_epoch=3)
+    logits, targets = torch.randn(6, 3), torch.tensor([0, 0, 0, 0, 1, 2])
+    loss_fn.set_epoch(1)
+    assert not loss_fn.reweighting
+    assert torch.isclose(loss_fn(logits, targets), F.cross_entropy(logits, targets))
+    assert loss_fn.batch_presence.sum() == 0
+    loss_fn.set_epoch(2)
+    loss_fn(logits, targets)
+    assert loss_fn.batch_presence.tolist() == [1.0, 1.0, 1.0]
+    assert torch.equal(loss_fn.macro_weights, torch.ones(3))  # macro switch not reached
+    loss_fn(logits, torch.tensor([0, 0, 0, 0, 0, 1]))
+    loss_fn.set_epoch(3)
+    raw = torch.tensor([1 / 2, 1 / 2, 1.0])
+    assert torch.allclose(loss_fn.macro_weights, raw / raw.mean())
+
+
+def test_macro_switch_before_switch_rejected():
+    with pytest.raises(ValueError, match="macro_switch_epoch must be >= switch_epoch"):
+        InverseReweightLoss([1, 2], switch_epoch=5, macro_switch_epoch=4)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml26.core.validation import check_choice, check_scalar_in, check_tensor, check_vector
+from icml26.core.validation import check_choice, check_int, check_scalar_in, check_tensor, check_vector
 
 __all__ = [
     "InverseReweightLoss",
@@ -231,6 +231,13 @@ class InverseReweightLoss(nn.Module):
         ``l*/l_c``.
     check_finite : bool, default True
         Raise on NaN/inf logits instead of producing NaN weights.
+    switch_epoch : int, default 0
+        Delayed start (official ``ce_then_reweighting``): once :meth:`set_epoch` has been
+        called, epochs before ``switch_epoch`` use plain mean cross-entropy. Until
+        :meth:`set_epoch` is first called the loss always reweights.
+    macro_switch_epoch : int, optional
+        First epoch whose :meth:`set_epoch` refreshes the macro weights (default:
+        ``switch_epoch``); must be >= ``switch_epoch`` (official assertion).
 
     Attributes
     ----------
@@ -240,6 +247,8 @@ class InverseReweightLoss(nn.Module):
         Cumulative number of training-mode calls in which each class was present (``b_c``).
     macro_weights : torch.Tensor of shape (C,)
         Current macro weights ``m_c`` (ones until :meth:`update_macro_weights`).
+    epoch : int or None
+        The epoch given to the last :meth:`set_epoch` call.
 
     Notes
     -----
@@ -267,8 +276,16 @@ class InverseReweightLoss(nn.Module):
 
     def __init__(self, class_counts, alpha: float = 0.0, prior="uniform", macro_gamma: float = 1.0,
                  max_weight: float = 10.0, eps: float = 1e-8, detach_weights: bool = False,
-                 check_finite: bool = True):
+                 check_finite: bool = True, switch_epoch: int = 0,
+                 macro_switch_epoch: int | None = None):
         super().__init__()
+        self.switch_epoch = check_int(switch_epoch, "switch_epoch", min_value=0)
+        self.macro_switch_epoch = self.switch_epoch if macro_switch_epoch is None else check_int(
+            macro_switch_epoch, "macro_switch_epoch", min_value=0)
+        if self.macro_switch_epoch < self.switch_epoch:
+            raise ValueError(f"macro_switch_epoch must be >= switch_epoch ({self.switch_epoch}), "
+                             f"got {self.macro_switch_epoch}")
+        self.epoch = None
         counts = check_class_counts(class_counts)
         self.alpha = check_scalar_in(alpha, "alpha", low=0.0)
         self.macro_gamma = check_scalar_in(macro_gamma, "macro_gamma", low=0.0)
@@ -285,6 +302,18 @@ class InverseReweightLoss(nn.Module):
         self.register_buffer("macro_weights", torch.ones(self.n_classes))
         self.register_buffer("batch_presence", torch.zeros(self.n_classes))
         self.register_buffer("last_weights", torch.ones(self.n_classes))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` (0-based): plain CE before ``switch_epoch``; from
+        ``macro_switch_epoch`` on, refresh the macro weights first (official loop)."""
+        self.epoch = check_int(epoch, "epoch", min_value=0)
+        if self.epoch >= self.macro_switch_epoch:
+            self.update_macro_weights()
+
+    @property
+    def reweighting(self) -> bool:
+        """Whether the next call reweights (False only before ``switch_epoch``)."""
+        return self.epoch is None or self.epoch >= self.switch_epoch
 
     def update_macro_weights(self) -> None:
         """Recompute ``m_c = max(b_c,1)^-gamma / mean(...)`` (call at each epoch start
@@ -303,6 +332,8 @@ class InverseReweightLoss(nn.Module):
         check_logits_targets(logits, targets, self.n_classes, self.check_finite)
         if logits.shape[0] == 0:
             return logits.sum() * 0.0
+        if not self.reweighting:
+            return F.cross_entropy(upcast(logits), targets)
         ce = F.cross_entropy(upcast(logits), targets, reduction="none")  # (batch,)
         return self.reweight(ce, targets)
 
@@ -322,4 +353,5 @@ class InverseReweightLoss(nn.Module):
     def extra_repr(self) -> str:
         return (f"n_classes={self.n_classes}, alpha={self.alpha}, prior={self.prior!r}, "
                 f"macro_gamma={self.macro_gamma}, max_weight={self.max_weight}, "
-                f"detach_weights={self.detach_weights}")
+                f"detach_weights={self.detach_weights}, switch_epoch={self.switch_epoch}, "
+                f"macro_switch_epoch={self.macro_switch_epoch}")

@@ -46,8 +46,8 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     method : {"ilr", "ce", "focal", "cb", "ce_drw", "ldam_drw", "bsm"}, default "ilr"
-        ``ilr``: :class:`InverseReweightLoss` (after ``switch_frac·epochs`` in the official
-        ``ce_then_reweighting`` mode); ``ce``; ``focal``; ``cb`` (class-balanced CE);
+        ``ilr``: :class:`InverseReweightLoss` (plain CE before ``switch_frac·epochs`` in the
+        official ``ce_then_reweighting`` mode); ``ce``; ``focal``; ``cb`` (class-balanced CE);
         ``ce_drw`` (CE, then class-balanced weights); ``ldam_drw``; ``bsm`` (Balanced Softmax).
     epochs : int, default 40
     batch_size : int, default 128
@@ -69,8 +69,8 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
     loss_params : dict, optional
         Extra arguments of the method's loss. For ``ilr``: those of
         :class:`InverseReweightLoss` plus ``loss_mode`` (``"ce_then_reweighting"`` or
-        ``"all_reweighting"``) and ``macro_switch_epoch`` (default: the switch epoch; must
-        be >= it). For ``ce_drw``/``ldam_drw``: ``beta`` (and LDAM's ``max_margin``).
+        ``"all_reweighting"``) and ``macro_switch_epoch`` (default: the switch epoch; in
+        ``ce_then_reweighting`` mode it must be >= the switch epoch). For ``ce_drw``/``ldam_drw``: ``beta`` (and LDAM's ``max_margin``).
     random_state : int or RandomState, default 0
         Seeds initialisation and batch order.
 
@@ -128,19 +128,15 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
     def _build_losses(self, counts: np.ndarray):
         params = dict(self.loss_params or {})
         self._drw = None
-        self._macro_switch = None
-        self._loss_mode = None
         if self.method in ("ce_drw", "ldam_drw"):
             self._drw = DRWSchedule(counts, self.switch_epoch_, beta=params.pop("beta", 0.9999))
         if self.method == "ilr":
-            self._loss_mode = check_choice(params.pop("loss_mode", "ce_then_reweighting"),
-                                           "loss_mode", LOSS_MODES)
-            self._macro_switch = check_int(params.pop("macro_switch_epoch", self.switch_epoch_),
-                                           "macro_switch_epoch", min_value=0)
-            if self._macro_switch < self.switch_epoch_:
-                raise ValueError(f"macro_switch_epoch ({self._macro_switch}) must be >= the "
-                                 f"switch epoch ({self.switch_epoch_})")
-            return InverseReweightLoss(counts, **params)
+            mode = check_choice(params.pop("loss_mode", "ce_then_reweighting"), "loss_mode",
+                                LOSS_MODES)
+            switch = self.switch_epoch_ if mode == "ce_then_reweighting" else 0
+            macro = params.pop("macro_switch_epoch", self.switch_epoch_)
+            return InverseReweightLoss(counts, switch_epoch=switch, macro_switch_epoch=macro,
+                                       **params)
         if self.method == "ldam_drw":
             return LDAMLoss(counts, scale=self.scale, **params)
         if self.method == "focal":
@@ -155,11 +151,7 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
 
     def _loss_for_epoch(self, epoch: int):
         if self.method == "ilr":
-            if self._loss_mode == "ce_then_reweighting" and epoch < self.switch_epoch_:
-                return self._plain_ce
-            if epoch >= self._macro_switch:
-                self.loss_.update_macro_weights()
-            return self.loss_
+            self.loss_.set_epoch(epoch)
         if self.method == "ce_drw":
             return _CrossEntropy(self._drw.weights(epoch))
         if self.method == "ldam_drw":
@@ -195,7 +187,6 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.model_ = self._build_network(X.shape[1], len(self.classes_))
-        self._plain_ce = _CrossEntropy()
         self.loss_ = self._build_losses(self.class_counts_)
 
         inputs, targets = torch.from_numpy(X), torch.from_numpy(y_index.astype(np.int64))
