@@ -110,3 +110,11 @@ def test_dvorak_lite_beats_climatology(frames):
     mae_clim = np.abs(clim.predict(frames.basin[test]) - frames.pressure[test]).mean()
     assert mae < 0.5 * mae_clim
     assert model.predict_wind(frames.images[:2]).shape == (2,)
+
+
+def test_to_hf_dataset_schema(frames):
+    pytest.importorskip("datasets")
+    dd = frames.to_hf_dataset()
+    assert set(dd) == {"train", "validation", "test"}
+    assert sum(len(dd[k]) for k in dd) == 30
+    assert {"cyclone_id", "frames", "frame_valid_mask", "pressure", "wind", "center"} <= set(dd["train"].column_names)

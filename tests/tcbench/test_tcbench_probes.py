@@ -259,3 +259,11 @@ def test_ill_conditioned_ridge_does_not_crash(frames):
         warnings.simplefilter("error")
         probe = StructuralAlignmentProbe(alphas=[1e-3], seed=42).fit(Z, frames)
     assert np.isfinite(probe.coef_).all()
+
+
+def test_probe_follows_the_sklearn_parameter_contract():
+    from sklearn.base import clone
+    probe = StructuralAlignmentProbe(target="wind", alphas=[1.0, 10.0], seed=7)
+    twin = clone(probe)
+    assert twin.get_params() == probe.get_params()
+    assert twin.set_params(seed=8).seed == 8 and not hasattr(twin, "coef_")
