@@ -22,7 +22,7 @@ def _claims(outcome):
 
 def test_e1_quick(experiment):
     claims = _claims(run_part(experiment, "E1", quick=True))
-    assert len(claims) == 11
+    assert len(claims) == 12
     assert claims["every run used exactly B oracle calls (fraction of runs)"].passed
     assert claims["E1 RB-PEM win rate vs Resample(5)"].passed
     assert claims["E1 RB-PEM win rate vs UH-CMA-ES(30)"].passed

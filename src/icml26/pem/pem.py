@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from functools import partial
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
