@@ -218,3 +218,26 @@ def test_manifest_mismatch_lists_failing_ids(tmp_path):
     with pytest.raises(ManifestMismatchError, match=r"test_value\[2\]") as info:
         check_manifest(task, sandbox="bwrap")
     assert info.value.failing == ["test_core.py::test_value[2]"]
+
+
+def test_official_commands_split_into_setup_and_env():
+    from icml26.nl2repo.harness import split_official_commands
+
+    setup, env = split_official_commands(
+        ["pip install -e .", "echo 1.0 > pkg/VERSION && PYTHONHASHSEED=0 pytest --continue tests"])
+    assert setup == ["echo 1.0 > pkg/VERSION"] and env == {"PYTHONHASHSEED": "0"}
+
+
+def test_agent_phase_cannot_see_hidden_task_assets(tmp_path):
+    from icml26.nl2repo import run_agent, tasks_root
+
+    task = builtin_tasks(["kvlog"])[0]
+    script = (f"ls -A {tasks_root()} | wc -l > seen.txt; cat {task.tests_dir}/test_store.py "
+              "> leaked.txt 2>/dev/null; ls > listing.txt")
+    run = run_agent(task, AgentSpec(["sh", "-c", script]), tmp_path / "run", sandbox="bwrap")
+    ws = tmp_path / "run" / "workspace"
+    assert run.returncode == 0 and run.isolation == "bwrap"
+    assert (ws / "seen.txt").read_text().strip() == "0"
+    assert (ws / "leaked.txt").read_text() == ""
+    assert (ws / "listing.txt").read_text().split() == ["REQUIREMENTS.md", "leaked.txt", "listing.txt",
+                                                       "seen.txt"]

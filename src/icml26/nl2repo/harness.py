@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import select
+import shlex
 import shutil
 import stat
 import subprocess
@@ -34,6 +36,7 @@ from .task import Limits, Task, tasks_root
 
 __all__ = ["AgentSpec", "AgentRun", "GradeReport", "Results", "run_agent", "grade", "evaluate",
            "parse_junit", "mangle_node_id", "check_manifest", "build_manifest", "LABELS",
+           "split_official_commands",
            "PACKAGING_FILES"]
 
 PACKAGING_FILES = frozenset({
@@ -439,6 +442,41 @@ def _sanitize(task: Task, tree: Path) -> list[str]:
     return removed
 
 
+_PIP_INSTALL = re.compile(r"^(?:python3?\s+-m\s+)?pip3?\s+install\b")
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def split_official_commands(commands) -> tuple[list[str], dict]:
+    """Split an official ``test_commands.json`` list into setup steps and test-env variables.
+
+    ``pip install …`` steps are replaced by our offline non-editable install and the
+    ``pytest …`` step by our fixed test phase; environment-assignment prefixes of the
+    pytest step (``VERSION=1 pytest …``) are kept for the test environment; every other
+    step (version-file writes, ``&&`` chains) runs in the workspace before the install,
+    through ``bash -c`` when the task needs a shell (the official runner exec'd them
+    without a shell, audit issue #13).
+
+    Examples
+    --------
+    >>> split_official_commands(["pip install -e .", "echo 1 > v.txt && X=2 pytest tests"])
+    (['echo 1 > v.txt'], {'X': '2'})
+    """
+    setup, env = [], {}
+    for command in commands:
+        for piece in re.split(r"\s*&&\s*|\s*;\s*", command.strip()):
+            if not piece:
+                continue
+            if "pytest" in piece:
+                for token in shlex.split(piece):
+                    if not _ENV_ASSIGN.match(token):
+                        break
+                    key, _, value = token.partition("=")
+                    env[key] = value
+            elif not _PIP_INSTALL.match(piece):
+                setup.append(piece)
+    return setup, env
+
+
 def _site_packages(venv: Path) -> Path:
     ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
     return venv / "lib" / ver / "site-packages"
@@ -662,8 +700,14 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
         state["no_output"] = not any(p.suffix == ".py" and not p.is_symlink()
                                      for p in workspace.rglob("*.py"))
     proceed = not state["invalid"] and not state["no_output"]
+    setup_cmds, cmd_env = split_official_commands(task.commands)
     if proceed:
         t0 = time.perf_counter()
+        for cmd in setup_cmds:   # official pre-test steps (version files, …), run with a shell
+            argv = ["bash", "-c", cmd] if task.shell else shlex.split(cmd)
+            res = box.run(argv, cwd=src, env=env, limits=limits, rw_paths=[src, tmp, home],
+                          hidden_paths=hidden, timeout_s=limits.install_timeout_s)
+            install_log += f"[setup] {cmd}: exit {res.returncode}\n"
         site = _make_venv(venv)
         before = _snapshot(site)
         py = str(venv / "bin" / "python")
@@ -693,7 +737,7 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
             canary_ids = [f"{canary_file}::test_canary_fail_{i}_{nonce}" for i in range(CANARY_FAIL)]
             canary_err = f"{canary_file}::test_canary_error_{nonce}"
             junit = reports / "junit.xml"
-            test_env = {**env, "PATH": f"{venv / 'bin'}:{env['PATH']}",
+            test_env = {**env, **cmd_env, "PATH": f"{venv / 'bin'}:{env['PATH']}",
                         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_TESTS": str(tests)}
             t0 = time.perf_counter()
             res = box.run([py, "-I", "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
