@@ -32,6 +32,7 @@ from .task import Limits
 
 __all__ = ["ProcResult", "Sandbox", "SandboxUnavailable", "BwrapSandbox", "UnshareSandbox",
            "NoSandbox", "make_sandbox", "CAPTURE_BYTES", "kill_process_group", "PidsCgroup",
+           "process_limit_enforced",
            "Tail"]
 
 CAPTURE_BYTES = 1 << 20            # keep the last 1 MiB of each stream
@@ -180,6 +181,17 @@ class PidsCgroup:
         except OSError:
             pass
         return left
+
+
+def process_limit_enforced() -> bool:
+    """Whether ``limits.nproc`` binds here: not root (``RLIMIT_NPROC``) or a writable ``pids`` cgroup."""
+    if os.geteuid() != 0:
+        return True
+    probe = PidsCgroup.create(1)
+    if probe is None:
+        return False
+    probe.destroy()
+    return True
 
 
 def _rlimit_setter(limits: Limits, cpu_s: float, cgroup: "PidsCgroup | None" = None):
