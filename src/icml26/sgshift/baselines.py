@@ -95,7 +95,8 @@ class DiffLasso(BaseEstimator):
     >>> from sklearn.linear_model import LogisticRegression
     >>> from icml26.sgshift import make_concept_shift
     >>> from icml26.sgshift.baselines import DiffLasso
-    >>> d = make_concept_shift(n_source=1000, n_target=600, p=6, n_shifted=2, seed=0)
+    >>> d = make_concept_shift(n_source=1000, n_target=600, p=6, n_informative=3, n_shifted=2,
+    ...                        seed=0)
     >>> DiffLasso(LogisticRegression()).fit(d.X_source, d.y_source, d.X_target,
     ...                                      d.y_target).entry_score_.shape
     (6,)

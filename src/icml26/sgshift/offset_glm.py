@@ -116,10 +116,67 @@ def lipschitz_constant(X: np.ndarray, family: str) -> float:
     return max(_CURVATURE[family] * sigma * sigma / X.shape[0], 1e-12)
 
 
+def _group_scale(X: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Root-mean-square column norm of each group (1 for all-zero groups)."""
+    col_ms = np.einsum("ij,ij->j", X, X) / max(X.shape[0], 1)
+    counts = np.maximum(np.bincount(groups, minlength=n_groups), 1)
+    scale = np.sqrt(np.bincount(groups, weights=col_ms, minlength=n_groups) / counts)
+    return np.where(scale > 0, scale, 1.0)
+
+
+def _fista(X, y, offset, lam, family, groups, n_groups, weights, coef, max_iter, tol, lipschitz,
+           col_scale):
+    """FISTA on the column-scaled problem; ``tol`` applies to the unscaled coefficients."""
+    step = 1.0 / lipschitz
+    thresholds = step * lam * weights
+    momentum_point = coef.copy()
+    t = 1.0
+    n = X.shape[0]
+    for it in range(1, max_iter + 1):
+        grad = X.T @ _residual(offset + X @ momentum_point, y, family) / n
+        new = _prox(momentum_point - step * grad, thresholds, groups, n_groups)
+        change = new - coef
+        if np.max(np.abs(change / col_scale)) < tol:
+            return new, it, True
+        # Gradient-based adaptive restart (O'Donoghue & Candes, 2015).
+        if np.dot(momentum_point - new, change) > 0:
+            t = 1.0
+        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        momentum_point = new + ((t - 1.0) / t_next) * change
+        coef, t = new, t_next
+    return coef, max_iter, False
+
+
+class _Scaled:
+    """The problem with each group's columns scaled to unit RMS norm.
+
+    theta_g = u_g / c_g turns lam * w_g ||theta_g|| into lam * (w_g / c_g) ||u_g||: the same
+    optimisation problem, better conditioned when column scales differ (e.g. a rare binary
+    feature standardised with another domain's statistics).
+    """
+
+    def __init__(self, X, family, groups, group_weights):
+        self.groups, self.n_groups, weights = _prepare(X, groups, group_weights)
+        scale = _group_scale(X, self.groups, self.n_groups)
+        self.col_scale = scale[self.groups]
+        self.X = X / self.col_scale
+        self.weights = weights / scale
+        self.family = family
+        self.lipschitz = lipschitz_constant(self.X, family)
+
+    def solve(self, y, offset, lam, coef_init, max_iter, tol):
+        start = (np.zeros(self.X.shape[1]) if coef_init is None
+                 else np.asarray(coef_init, dtype=float) * self.col_scale)
+        u, n_iter, ok = _fista(self.X, y, offset, lam, self.family, self.groups, self.n_groups,
+                               self.weights, start, max_iter, tol, self.lipschitz,
+                               self.col_scale)
+        return u / self.col_scale, n_iter, ok
+
+
 def solve_offset_glm(X: np.ndarray, y: np.ndarray, offset: np.ndarray, lam: float, *,
                      family: str = "binomial", groups=None, group_weights=None,
-                     coef_init=None, max_iter: int = 2000, tol: float = 1e-6,
-                     lipschitz: float | None = None) -> tuple[np.ndarray, int, bool]:
+                     coef_init=None, max_iter: int = 2000, tol: float = 1e-6
+                     ) -> tuple[np.ndarray, int, bool]:
     """Solve the penalised offset GLM at one ``lam`` with FISTA (adaptive restart).
 
     Parameters
@@ -140,38 +197,22 @@ def solve_offset_glm(X: np.ndarray, y: np.ndarray, offset: np.ndarray, lam: floa
         Warm start.
     max_iter, tol : int, float
         Stop when max |theta_k - theta_{k-1}| < tol or after max_iter iterations.
-    lipschitz : float, optional
-        Precomputed Lipschitz constant of the gradient.
 
     Returns
     -------
     coef : ndarray (d,)
     n_iter : int
     converged : bool
+
+    Notes
+    -----
+    Step 1/L with L = c sigma_max(X)^2 / n (c = 1/4 binomial, 2 gaussian), computed after
+    scaling each group's columns to unit RMS norm (an exact change of variables).
     """
-    groups, n_groups, weights = _prepare(X, groups, group_weights)
-    d = X.shape[1]
-    coef = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=float)
-    if d == 0:
-        return coef, 0, True
-    step = 1.0 / (lipschitz if lipschitz is not None else lipschitz_constant(X, family))
-    thresholds = step * lam * weights
-    momentum_point = coef.copy()
-    t = 1.0
-    n = X.shape[0]
-    for it in range(1, max_iter + 1):
-        grad = X.T @ _residual(offset + X @ momentum_point, y, family) / n
-        new = _prox(momentum_point - step * grad, thresholds, groups, n_groups)
-        change = new - coef
-        if np.max(np.abs(change)) < tol:
-            return new, it, True
-        # Gradient-based adaptive restart (O'Donoghue & Candes, 2015).
-        if np.dot(momentum_point - new, change) > 0:
-            t = 1.0
-        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        momentum_point = new + ((t - 1.0) / t_next) * change
-        coef, t = new, t_next
-    return coef, max_iter, False
+    if X.shape[1] == 0:
+        return np.zeros(0), 0, True
+    return _Scaled(X, family, groups, group_weights).solve(y, offset, lam, coef_init, max_iter,
+                                                          tol)
 
 
 def lambda_max(X: np.ndarray, y: np.ndarray, offset: np.ndarray, *, family: str = "binomial",
@@ -209,16 +250,15 @@ def offset_glm_path(X: np.ndarray, y: np.ndarray, offset: np.ndarray, lambdas, *
     Returns a :class:`PathFit`; warns (``ConvergenceWarning``) when a level hit ``max_iter``.
     """
     lambdas = np.sort(np.atleast_1d(np.asarray(lambdas, dtype=float)))[::-1]
-    L = lipschitz_constant(X, family)
     coefs = np.zeros((len(lambdas), X.shape[1]))
     n_iter = np.zeros(len(lambdas), dtype=int)
-    converged = np.zeros(len(lambdas), dtype=bool)
-    coef = None
-    for k, lam in enumerate(lambdas):
-        coef, n_iter[k], converged[k] = solve_offset_glm(
-            X, y, offset, lam, family=family, groups=groups, group_weights=group_weights,
-            coef_init=coef, max_iter=max_iter, tol=tol, lipschitz=L)
-        coefs[k] = coef
+    converged = np.ones(len(lambdas), dtype=bool)
+    if X.shape[1]:
+        scaled = _Scaled(X, family, groups, group_weights)
+        coef = None
+        for k, lam in enumerate(lambdas):
+            coef, n_iter[k], converged[k] = scaled.solve(y, offset, lam, coef, max_iter, tol)
+            coefs[k] = coef
     if warn and not converged.all():
         warnings.warn(f"offset GLM solver reached max_iter={max_iter} at "
                       f"{int((~converged).sum())} of {len(lambdas)} penalty levels; "
