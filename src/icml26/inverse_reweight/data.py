@@ -27,7 +27,7 @@ def long_tail_counts(n_max: int, n_classes: int, imbalance_ratio: float,
     Examples
     --------
     >>> long_tail_counts(1600, 10, 100).tolist()
-    [1600, 959, 574, 344, 206, 123, 74, 44, 26, 16]
+    [1600, 959, 575, 344, 206, 123, 74, 44, 26, 16]
     """
     n_max = check_int(n_max, "n_max", min_value=1)
     n_classes = check_int(n_classes, "n_classes", min_value=2)
