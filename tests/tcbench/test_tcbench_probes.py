@@ -267,3 +267,10 @@ def test_probe_follows_the_sklearn_parameter_contract():
     twin = clone(probe)
     assert twin.get_params() == probe.get_params()
     assert twin.set_params(seed=8).seed == 8 and not hasattr(twin, "coef_")
+
+
+def test_one_dimensional_features_and_empty_split_side_raise(frames):
+    with pytest.raises(ValueError, match="2-dimensional"):
+        StructuralAlignmentProbe().fit(frames.pressure, frames)
+    with pytest.raises(ValueError, match="empty train or test side"):
+        trajectory_split([0, 0, 1, 1], test_size=0.9)
