@@ -24,7 +24,7 @@ from ..core.stats import loglog_slope, mean_std, summary_table
 from .baselines import Climatology, DvorakLite
 from .data import INTENSE_THRESHOLD, SynthTC, TCFrames
 from .encoders import ConvAutoencoder, EyeFeatures, PixelPCA, RandomConvEncoder, SupervisedCNN
-from .geometry import geometry_report
+from .geometry import geometry_report, participation_ratio
 from .probes import (StructuralAlignmentProbe, bin_profile, cross_agency_ood, q_con, q_dyn,
                      q_stat, regime_balance, trajectory_split)
 
@@ -249,6 +249,15 @@ def run_paradox(config: ParadoxConfig, seed: int) -> dict:
         con = q_con(probe, wind, Z, frames).attrs["psi_con"]
         ood = cross_agency_ood(Z, frames, config.held_out_basin, standardize=config.standardize)
         report = probe.evaluate(Z, frames)
+        # reported only: the participation ratio of globally standardized features (the
+        # convention the spec's prototype numbers imply); the claim uses raw features (repo)
+        scale = Z.std(axis=0)
+        Zs = (Z - Z.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+        intense_lo, intense_hi, moderate_lo, moderate_hi = GEOMETRY_EDGES
+        p = frames.pressure
+        stats.update(
+            pr_std_intense=participation_ratio(Zs[(p >= intense_lo) & (p < intense_hi)]),
+            pr_std_moderate=participation_ratio(Zs[(p >= moderate_lo) & (p < moderate_hi)]))
         stats.update(
             psi_con_moderate=con["moderate"]["pairwise_rate"],
             psi_con_intense=con["intense"]["pairwise_rate"],
@@ -277,7 +286,8 @@ def run_paradox(config: ParadoxConfig, seed: int) -> dict:
 def summarize_paradox(jobs, config: ParadoxConfig) -> Result:
     metrics = ["xi_stat_moderate", "xi_stat_intense", "xi_stat_ratio", "xi_dyn_moderate",
                "xi_dyn_intense", "xi_dyn_ratio", "pr_intense", "pr_moderate", "mae_id",
-               "mae_ood", "ood_ratio", "psi_con_moderate", "psi_con_intense", "mae_intense"]
+               "mae_ood", "ood_ratio", "psi_con_moderate", "psi_con_intense", "mae_intense",
+               "pr_std_intense", "pr_std_moderate"]
     names = list(ENCODERS)
     rows = _records(jobs, names, metrics)
     table = summary_table(rows, "encoder", metrics)

@@ -71,7 +71,7 @@ def read_ibtracs(path) -> pd.DataFrame:
     if len(df) and not str(df.loc[0, "SEASON"]).strip().isdigit():   # the units row
         units = {c: ("" if pd.isna(v) else str(v).strip()) for c, v in df.iloc[0].items()}
         df = df.iloc[1:].reset_index(drop=True)
-    df = df.apply(lambda col: col.str.strip() if col.dtype == object else col)
+    df = df.apply(lambda col: col.str.strip())          # every column was read as text
     df = df.replace({"": np.nan})
     df.attrs["units"] = units
     return df
