@@ -121,8 +121,7 @@ def test_knockoffs_are_deterministic_given_random_state(shifted):
 
 def test_spline_basis_is_a_group_lasso_over_feature_blocks(shifted):
     data, model = shifted
-    est = SGShift(basis="spline", n_lambdas=10).fit(data.X_target, data.y_target,
-                                                   source_model=model)
+    est = SGShift(basis="spline").fit(data.X_target, data.y_target, source_model=model)
     assert est.shift_coef_.shape == (12, 7)
     norms = np.linalg.norm(est.shift_coef_, axis=1)
     np.testing.assert_array_equal(np.flatnonzero(norms > 1e-4), est.selected_)
