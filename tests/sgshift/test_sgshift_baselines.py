@@ -35,3 +35,15 @@ def test_whyshift_frequencies_are_fractions_of_repeats():
     np.testing.assert_array_equal(est.selected_,
                                   np.flatnonzero(est.selection_frequency_ >= est.threshold))
     assert set(d.truth) <= set(est.selected_)
+
+
+def test_shap_diff_gap_ranks_a_strong_shift_first():
+    import pytest
+    pytest.importorskip("shap")
+    from icml26.sgshift.baselines import ShapDiff
+    d = make_concept_shift(n_source=600, n_target=600, p=4, n_informative=2, n_shifted=1,
+                           magnitude=3.0, seed=3)
+    est = ShapDiff(LogisticRegression(), n_explain=10).fit(d.X_source, d.y_source,
+                                                           d.X_target, d.y_target)
+    assert est.entry_score_.shape == (4,)
+    assert int(np.argmax(est.entry_score_)) == int(d.truth[0])
