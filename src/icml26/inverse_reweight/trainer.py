@@ -247,8 +247,9 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
         return self.classes_[self.decision_function(X).argmax(axis=1)]
 
     def per_sample_loss(self, X, y) -> np.ndarray:
-        """Unweighted cross-entropy of each sample (eval mode)."""
-        logits = torch.from_numpy(self.decision_function(X))
+        """Unweighted cross-entropy of each sample (eval mode), computed in float64 so that a
+        perfectly fitted class does not round to a loss of exactly 0."""
+        logits = torch.from_numpy(self.decision_function(X).astype(np.float64))
         y = check_vector(y, "y", dtype=None)
         check_same_length(X=logits, y=y)
         index = np.searchsorted(self.classes_, y).clip(max=len(self.classes_) - 1)
