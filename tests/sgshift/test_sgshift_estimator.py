@@ -1,7 +1,5 @@
 """SGShift / SGShift-A / SGShift-K estimators: recovery, invariants, API, knockoff math."""
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest

@@ -24,7 +24,7 @@ from ..core.validation import (check_choice, check_int, check_matrix, check_same
                                check_scalar_in, check_vector)
 from .knockoffs import (KNOCKOFF_METHODS, GaussianKnockoffSampler, derandomized_selection_set,
                         knockoff_w)
-from .offset_glm import (lambda_grid, lambda_max, lipschitz_constant, offset_glm_path,
+from .offset_glm import (lambda_grid, lambda_max, offset_glm_path,
                          solve_offset_glm)
 
 __all__ = ["SGShift", "SGShiftA", "SGShiftK", "source_offset", "score_selection", "entry_scores"]
