@@ -87,10 +87,11 @@ class NavTransformer(nn.Module):
 
     def __init__(self, obs_dim: int = OBS_DIM, n_tokens: int = N_TOKENS, dim: int = 64, heads: int = 4,
                  ff: int = 128, layers: int = 2, context: int = T_MAX, dropout: float = 0.1,
-                 window: int | None = None):
+                 window: int | None = None, positional: bool = True):
         super().__init__()
         self.obs_dim, self.n_tokens, self.context = obs_dim, n_tokens, context
         self.window = window
+        self.positional = positional
         self.bos = n_tokens
         self.obs_in = nn.Linear(obs_dim, dim)
         self.token_emb = nn.Embedding(n_tokens + 1, dim)  # + BOS
@@ -103,7 +104,8 @@ class NavTransformer(nn.Module):
         nn.init.normal_(self.pos_emb.weight, std=0.02)
 
     def _embed(self, obs, prev_tokens, positions):
-        return self.obs_in(obs) + self.token_emb(prev_tokens) + self.pos_emb(positions)
+        x = self.obs_in(obs) + self.token_emb(prev_tokens)
+        return x + self.pos_emb(positions) if self.positional else x
 
     def forward(self, obs: torch.Tensor, prev_tokens: torch.Tensor,
                 attn_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -229,20 +231,24 @@ def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: f
     return model.eval()
 
 
-def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int) -> NavTransformer:
-    """Load the policy for ``(demo_key, seed, steps)`` from the cache, or train and store it.
+def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int, **train_kw) -> NavTransformer:
+    """Load the policy for ``(demo_key, seed, steps, train_kw)`` from the cache, or train and store it.
 
     ``demo_fn()`` produces the demonstrations (called only on a cache miss). Writes are
     atomic (temporary file + rename), so parallel jobs never read half a file.
     """
-    key = cache_key({"demos": demo_key, "seed": seed, "steps": steps, "version": 1})
+    key = cache_key({"demos": demo_key, "seed": seed, "steps": steps, "train": train_kw, "version": 2})
     path = cache_dir() / f"policy_{key}.pt"
-    model = NavTransformer()
+    model_kw = {k: v for k, v in train_kw.items() if k in _MODEL_KEYS}
     if path.exists():
+        model = NavTransformer(**model_kw)
         model.load_state_dict(torch.load(path, weights_only=True))
         return model.eval()
-    model = train_bc(demo_fn(), seed=seed, steps=steps)
+    model = train_bc(demo_fn(), seed=seed, steps=steps, **train_kw)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     torch.save(model.state_dict(), tmp)
     os.replace(tmp, path)
     return model
+
+
+_MODEL_KEYS = {"dim", "heads", "ff", "layers", "context", "dropout", "window", "positional"}

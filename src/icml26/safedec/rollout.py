@@ -54,14 +54,14 @@ def _file_lock(name: str):
 
 
 def policy_for(seed: int, *, n_demos: int = 2000, demo_seed: int = 12345, steps: int = 800,
-               unsafe_frac: float = 0.15) -> NavTransformer:
+               unsafe_frac: float = 0.15, **train_kw) -> NavTransformer:
     """The BC policy of ``seed`` (cached; demonstrations shared across policy seeds)."""
     key = {"n": n_demos, "seed": demo_seed, "unsafe": unsafe_frac}
     with _file_lock(f"train_{n_demos}_{demo_seed}_{seed}_{steps}"):
         def demos():
             with _file_lock(f"demos_{n_demos}_{demo_seed}"):
                 return load_or_make_demos(n_demos, demo_seed, unsafe_frac)
-        return load_or_train(demos, key, seed, steps)
+        return load_or_train(demos, key, seed, steps, **train_kw)
 
 
 def make_decoder(name: str, spec, dynamics, *, alpha: float = 5.0, beta: float = 2.0,
