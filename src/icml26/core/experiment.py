@@ -320,24 +320,32 @@ def registry() -> dict[str, Experiment]:
 _DISCOVERY_ERRORS: dict[str, str] = {}
 
 
-def discover(package: str = "icml26") -> dict[str, Experiment]:
+def _method_folders(package: str) -> list[str]:
+    pkg = importlib.import_module(package)
+    root = Path(pkg.__path__[0])
+    return [info.name for info in pkgutil.iter_modules(pkg.__path__)
+            if info.ispkg and info.name not in {"core", "zoo"}
+            and (root / info.name / "experiment.py").is_file()]
+
+
+def _import_method(package: str, name: str) -> None:
+    try:
+        importlib.import_module(f"{package}.{name}.experiment")
+        _DISCOVERY_ERRORS.pop(name, None)
+    except Exception:  # noqa: BLE001 - reported by discovery_errors()
+        _DISCOVERY_ERRORS[name] = traceback.format_exc()
+
+
+def discover(package: str = "icml26", only: Sequence[str] | None = None) -> dict[str, Experiment]:
     """Import ``<package>.<slug>.experiment`` for every method folder that has one.
 
     A method whose module fails to import is skipped (its traceback is kept in
-    :func:`discovery_errors`) so one broken folder never hides the others.
+    :func:`discovery_errors`) so one broken folder never hides the others. ``only``
+    restricts the import to those slugs (``icml26 run SLUG`` imports one method only).
     """
-    pkg = importlib.import_module(package)
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if not info.ispkg or info.name in {"core", "zoo"}:
-            continue
-        folder = Path(pkg.__path__[0]) / info.name
-        if not (folder / "experiment.py").is_file():
-            continue
-        try:
-            importlib.import_module(f"{package}.{info.name}.experiment")
-            _DISCOVERY_ERRORS.pop(info.name, None)
-        except Exception:  # noqa: BLE001 - reported by discovery_errors()
-            _DISCOVERY_ERRORS[info.name] = traceback.format_exc()
+    for name in _method_folders(package):
+        if only is None or name in only:
+            _import_method(package, name)
     return registry()
 
 
@@ -347,15 +355,14 @@ def discovery_errors() -> dict[str, str]:
 
 
 def get_experiment(slug: str) -> Experiment:
-    """The registered experiment for ``slug`` (discovering first)."""
-    exps = discover()
+    """The registered experiment for ``slug`` (importing only that method's folder)."""
+    exps = registry() if slug in _REGISTRY else discover(only=[slug])
     if slug in _DISCOVERY_ERRORS:
         raise ConfigError(f"{slug}: its experiment module failed to import:\n"
                           f"{_DISCOVERY_ERRORS[slug]}")
     if slug not in exps:
-        known = ", ".join(sorted(exps)) or "none"
+        known = ", ".join(sorted(_method_folders("icml26"))) or "none"
         raise ConfigError(f"unknown or not yet implemented slug {slug!r}; implemented: {known}")
-    return exps[slug]
 
 
 # -- config overrides -----------------------------------------------------------------
