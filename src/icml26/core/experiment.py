@@ -363,6 +363,7 @@ def get_experiment(slug: str) -> Experiment:
     if slug not in exps:
         known = ", ".join(sorted(_method_folders("icml26"))) or "none"
         raise ConfigError(f"unknown or not yet implemented slug {slug!r}; implemented: {known}")
+    return exps[slug]
 
 
 # -- config overrides -----------------------------------------------------------------
