@@ -362,7 +362,7 @@ class SafeDecoder(_DecoderBase):
     ...     def predict_all(self, s):
     ...         return s[:, None, :] + np.array([[-1.0], [0.0], [1.0]])[None]
     >>> spec = Always(Predicate("x<=2", lambda x: 2.0 - x[..., 0]))
-    >>> dec = SafeDecoder(lambda ctx: torch.tensor([[0.0, 0.0, 5.0]]), spec, Line(), greedy=True)
+    >>> dec = SafeDecoder(lambda ctx: torch.tensor([[0.0, 1.0, 5.0]]), spec, Line(), greedy=True)
     >>> tok, info = dec.step(None, np.array([[2.0]]))
     >>> int(tok[0]), info["masked"].tolist()
     (1, [[False, False, True]])
@@ -422,6 +422,7 @@ class SafeDecLogitsProcessor:
     Examples
     --------
     >>> import numpy as np, torch
+    >>> from icml26.safedec import Always, Predicate
     >>> class Line:
     ...     def predict_all(self, s):
     ...         return s[:, None, :] + np.array([[-1.0], [0.0], [1.0]])[None]
