@@ -6,6 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.icml26-installed
 DEMO_DIR ?= reports/demo
+JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
 
 .PHONY: demo test install clean
 
@@ -21,7 +22,7 @@ $(STAMP): pyproject.toml constraints.txt | $(PY)
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/icml26 reproduce --quick --out $(DEMO_DIR) || [ $$? -eq 1 ]
+	$(VENV)/bin/icml26 reproduce --quick --jobs $(JOBS) --out $(DEMO_DIR) || [ $$? -eq 1 ]
 	@echo "report: $(abspath $(DEMO_DIR))/index.html"
 
 test: $(STAMP)
