@@ -61,3 +61,11 @@ def test_seed_count_extends_from_first_default_seed():
 def test_jobs_below_one_is_rejected():
     with pytest.raises(ValueError, match="jobs"):
         run_experiment(EXPERIMENT, quick=True, jobs=0)
+
+
+def test_claims_by_name_raises_with_the_failing_traceback():
+    outcome = run_part(EXPERIMENT, "rate", quick=True, overrides={"fail_seed": "1"})
+    with pytest.raises(RuntimeError, match="fails on purpose"):
+        outcome.claims_by_name()
+    ok = run_part(EXPERIMENT, "rate", quick=True)
+    assert list(ok.claims_by_name()) == ["log-log slope of error in n"]

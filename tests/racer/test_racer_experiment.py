@@ -13,15 +13,9 @@ def experiment():
     return get_experiment("racer")
 
 
-def _claims(outcome):
-    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
-    assert outcome.summarize_error is None, outcome.summarize_error
-    return {c.name: c for c in outcome.result.claims}
-
-
 def test_part_a_quick_claims(experiment):
     outcome = run_part(experiment, "A", quick=True)
-    claims = _claims(outcome)
+    claims = outcome.claims_by_name()
     expected = [f"A validity risk at alpha={a:g}" for a in (0.05, 0.1, 0.15, 0.2)] + [
         "A set size non-increasing in alpha", "A set size at alpha=0.1 (of K=7)",
         "A correct-abstention rate / unanswerable share at alpha=0.1",
@@ -41,7 +35,7 @@ def test_part_a_quick_claims(experiment):
 
 def test_part_b_quick_claims(experiment):
     outcome = run_part(experiment, "B", quick=True)
-    claims = _claims(outcome)
+    claims = outcome.claims_by_name()
     assert len(claims) == 5
     for claim in claims.values():
         assert claim.passed, (claim.name, claim.measured)
@@ -49,7 +43,7 @@ def test_part_b_quick_claims(experiment):
 
 def test_scaling_quick_reports_a_finite_slope(experiment):
     outcome = run_part(experiment, "scaling", quick=True)
-    claims = _claims(outcome)
+    claims = outcome.claims_by_name()
     (claim,) = claims.values()
     # wall-clock timing on a shared machine: the verdict is reported, the structure is tested
     assert math.isfinite(claim.measured) and claim.bar == "≤ 1.15"

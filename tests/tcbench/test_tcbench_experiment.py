@@ -16,15 +16,9 @@ def experiment():
     return get_experiment("tcbench")
 
 
-def _claims(outcome):
-    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
-    assert outcome.summarize_error is None, outcome.summarize_error
-    return {c.name: c for c in outcome.result.claims}
-
-
 def test_protocol_quick_passes_every_claim(experiment):
     outcome = run_part(experiment, "protocol", quick=True)
-    claims = _claims(outcome)
+    claims = outcome.claims_by_name()
     assert len(claims) == 5
     assert all(c.passed for c in claims.values()), [(c.name, c.measured) for c in claims.values()]
     json.dumps(outcome.jobs[0].metrics)
@@ -33,7 +27,7 @@ def test_protocol_quick_passes_every_claim(experiment):
 
 def test_paradox_quick_structure_and_meaningful_claims(experiment):
     outcome = run_part(experiment, "paradox", quick=True)
-    claims = _claims(outcome)
+    claims = outcome.claims_by_name()
     assert len(claims) == 16
     # with 80 storms and a few epochs the CNN control is undertrained, so only the claims
     # that do not compare against E4 are meaningful at quick scale
@@ -48,7 +42,7 @@ def test_paradox_quick_structure_and_meaningful_claims(experiment):
 
 def test_scaling_quick_reports_a_finite_slope(experiment):
     outcome = run_part(experiment, "scaling", quick=True)
-    (claim,) = _claims(outcome).values()
+    (claim,) = outcome.claims_by_name().values()
     assert np.isfinite(claim.measured)
 
 

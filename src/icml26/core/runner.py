@@ -50,6 +50,16 @@ class PartOutcome:
     def passed(self) -> bool:
         return self.result.passed and not self.failed_jobs and self.summarize_error is None
 
+    def claims_by_name(self) -> dict:
+        """The claims keyed by name; raises RuntimeError with the traceback if a job or
+        ``summarize`` failed (what a test of a quick run wants to see first)."""
+        if self.failed_jobs:
+            job = self.failed_jobs[0]
+            raise RuntimeError(f"{self.part}: job seed {job.seed} task {job.task} failed:\n{job.error}")
+        if self.summarize_error:
+            raise RuntimeError(f"{self.part}: summarize failed:\n{self.summarize_error}")
+        return {c.name: c for c in self.result.claims}
+
 
 @dataclass
 class ExperimentOutcome:
