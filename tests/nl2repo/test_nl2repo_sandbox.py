@@ -117,3 +117,16 @@ def test_none_backend_warns_loudly():
     with pytest.warns(RuntimeWarning, match="WITHOUT isolation"):
         box = make_sandbox("none")
     assert box.isolation == "none"
+
+
+def test_runtime_under_tmp_is_bound_back(tmp_path, monkeypatch):
+    """A venv under /tmp (a CI checkout there) must stay visible under the private /tmp."""
+    import sys
+
+    from icml26.nl2repo.sandbox import _runtime_paths
+
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    assert str(tmp_path).startswith("/tmp/")
+    assert any(p == venv.resolve() or p in venv.resolve().parents for p in _runtime_paths())

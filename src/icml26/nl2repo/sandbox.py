@@ -350,6 +350,25 @@ class NoSandbox(_Base):
         return argv
 
 
+def _runtime_paths() -> list:
+    """Folders the sandboxed Python needs that the private ``/tmp`` would otherwise hide.
+
+    When the interpreter, the virtual environment or icml26's own source (an editable
+    install) lives under ``/tmp`` -- as in a CI checkout there -- it is bound back read-only;
+    hidden paths are mounted over it afterwards, so nothing hidden reappears.
+    """
+    import sys
+
+    import icml26
+
+    tmp = Path("/tmp")
+    candidates = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+                  Path(sys.executable).resolve().parent.parent,
+                  Path(icml26.__file__).resolve().parents[1]}
+    found = sorted({c.resolve() for c in candidates if c.is_dir() and tmp in c.resolve().parents})
+    return [p for p in found if not any(q in p.parents for q in found)]
+
+
 class BwrapSandbox(_Base):
     """bubblewrap: user, mount, PID, network, IPC, UTS namespaces; read-only root."""
 
@@ -366,6 +385,8 @@ class BwrapSandbox(_Base):
                "--gid", str(SANDBOX_UID), "--die-with-parent", "--new-session",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                "--tmpfs", "/dev/shm"]
+        for p in _runtime_paths():  # before the hidden paths, which mount over them
+            cmd += ["--ro-bind", str(p), str(p)]
         if limits.network:
             cmd.append("--share-net")
         for h in hidden_paths:
@@ -395,6 +416,7 @@ mount -t tmpfs nl2repo-shm /dev/shm 2>/dev/null || true
 i=0
 for p in $NL2REPO_RW; do i=$((i+1)); mkdir -p "$p"; mount --bind "$stage/rw$i" "$p"; done
 for p in $NL2REPO_RO; do i=$((i+1)); mkdir -p "$p"; mount --bind "$stage/ro$i" "$p"; mount -o remount,bind,ro "$p"; done
+for p in $NL2REPO_HIDE; do if [ -d "$p" ]; then mount -t tmpfs -o ro,size=1k nl2repo-hidden "$p"; fi; done
 mount -o remount,bind,ro /
 cd "$NL2REPO_CWD"
 unset NL2REPO_RW NL2REPO_RO NL2REPO_HIDE NL2REPO_CWD
@@ -427,7 +449,7 @@ class UnshareSandbox(_Base):
             flags.append("--net")
         self._env_extra = {"NL2REPO_RW": " ".join(map(str, rw_paths)),
                            "NL2REPO_HIDE": " ".join(map(str, hidden_paths)),
-                           "NL2REPO_RO": " ".join(map(str, ro_paths)),
+                           "NL2REPO_RO": " ".join(map(str, [*_runtime_paths(), *ro_paths])),
                            "NL2REPO_CWD": str(cwd)}
         return flags + ["/bin/sh", "-c", _UNSHARE_SETUP, "nl2repo-sandbox", *argv]
 

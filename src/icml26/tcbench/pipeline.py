@@ -379,11 +379,17 @@ def _maybe_hf(out_dir: Path, splits: dict) -> None:
                           for name, ids in splits.items() if ids}).save_to_disk(str(out_dir / "hf"))
 
 
+def _native(values) -> np.ndarray:
+    """A native-byte-order copy (netCDF-3 stores big-endian; pyarrow rejects byte-swapped)."""
+    arr = np.asarray(values)
+    return arr.astype(arr.dtype.newbyteorder("="))
+
+
 def _storm_records(out_dir: Path) -> list[dict]:
     records = []
     for path in sorted((Path(out_dir) / "storms").glob("*.nc")):
         with netcdf_file(path, "r", mmap=False) as nc:
-            get = lambda n: np.asarray(nc.variables[n][:]).copy()
+            get = lambda n: _native(nc.variables[n][:])
             dec = lambda v: v.decode() if isinstance(v, bytes) else v
             frames = get("frames").astype(np.float32)
             records.append({
