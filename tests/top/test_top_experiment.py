@@ -13,15 +13,9 @@ def experiment():
     return get_experiment("top")
 
 
-def claims_by_name(outcome):
-    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
-    assert outcome.summarize_error is None, outcome.summarize_error
-    return {c.name: c for c in outcome.result.claims}
-
-
 def test_e1_quick_runs_all_objectives_and_top_does_not_hurt(experiment):
     outcome = run_part(experiment, "E1", quick=True)
-    claims = claims_by_name(outcome)
+    claims = outcome.claims_by_name()
     assert {j.metrics["objective"] for j in outcome.jobs} == {"ntp", "top", "mtp", "dsmtp"}
     assert "E1 NTP exact at the Clever-Hans plateau" in claims
     assert "E1 NTP teacher-forced acc, token 2" in claims
@@ -33,7 +27,7 @@ def test_e1_quick_runs_all_objectives_and_top_does_not_hurt(experiment):
 
 def test_e2_quick_reports_ce_and_ndcg(experiment):
     outcome = run_part(experiment, "E2", quick=True)
-    claims = claims_by_name(outcome)
+    claims = outcome.claims_by_name()
     assert set(claims) == {"E2 val CE(NTP+TOP) − CE(NTP) (nats/char)",
                            "E2 NDCG@10 TOP head − NDCG@10 NTP logits", "E2 MTP (n=2) val CE reported"}
     assert claims["E2 MTP (n=2) val CE reported"].passed
@@ -44,7 +38,7 @@ def test_e2_quick_reports_ce_and_ndcg(experiment):
 
 def test_scaling_quick_measures_slope_and_step_ratio(experiment):
     outcome = run_part(experiment, "scaling", quick=True)
-    claims = claims_by_name(outcome)
+    claims = outcome.claims_by_name()
     slope = claims["scaling: top_targets log-log slope vs T+W"].measured
     assert 0.3 < slope < 2.0
     assert claims["scaling: step time NTP+TOP / NTP"].measured > 0.5
@@ -52,7 +46,7 @@ def test_scaling_quick_measures_slope_and_step_ratio(experiment):
 
 def test_star_long_quick_includes_negative_control(experiment):
     outcome = run_part(experiment, "star-long", quick=True)
-    claims = claims_by_name(outcome)
+    claims = outcome.claims_by_name()
     assert "star-long G(2-4-12) mean exact(TOP)" in claims
     control = claims["star-long G(2-4-12) negative control exact(TOP-shuffled) − exact(NTP)"]
     assert control.passed  # a shuffled-order target must not beat NTP
