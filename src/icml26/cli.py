@@ -139,16 +139,25 @@ def _check_common(seeds: Optional[int], jobs: int) -> None:
         raise _usage_error(f"--jobs must be >= 1, got {jobs}")
 
 
+# Options shared by `run` and `reproduce`.
+QUICK = typer.Option(False, "--quick", help="Quick configs (seconds to a minute).")
+SEEDS = typer.Option(None, "--seeds", help="Number of seeds.")
+JOBS = typer.Option(1, "--jobs", help="Local worker processes.")
+SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address or 'local'.")
+OUT = typer.Option(None, "--out", help="Report folder (default reports/<timestamp>).")
+SET = typer.Option(None, "--set", help="Override a config field: key=value.")
+
+
 @app.command()
 def run(
     slug: str = typer.Argument(..., help="Method slug (see `icml26 list`)."),
-    quick: bool = typer.Option(False, "--quick", help="Quick configs (seconds to a minute)."),
+    quick: bool = QUICK,
     exp: Optional[List[str]] = typer.Option(None, "--exp", help="Part(s) to run; default all default parts."),
-    seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds."),
-    jobs: int = typer.Option(1, "--jobs", help="Local worker processes."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address or 'local'."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default reports/<timestamp>)."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config field: key=value."),
+    seeds: Optional[int] = SEEDS,
+    jobs: int = JOBS,
+    scheduler: Optional[str] = SCHEDULER,
+    out: Optional[Path] = OUT,
+    set_: Optional[List[str]] = SET,
 ) -> None:
     """Run one paper's reproduction, print its tables and claims, write a report."""
     _check_common(seeds, jobs)
@@ -160,13 +169,13 @@ def run(
 
 @app.command()
 def reproduce(
-    quick: bool = typer.Option(False, "--quick", help="Quick configs (seconds to a minute each)."),
+    quick: bool = QUICK,
     only: Optional[List[str]] = typer.Option(None, "--only", help="Comma-separated slugs."),
-    seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds."),
-    jobs: int = typer.Option(1, "--jobs", help="Local worker processes."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address or 'local'."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default reports/<timestamp>)."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config field: key=value."),
+    seeds: Optional[int] = SEEDS,
+    jobs: int = JOBS,
+    scheduler: Optional[str] = SCHEDULER,
+    out: Optional[Path] = OUT,
+    set_: Optional[List[str]] = SET,
 ) -> None:
     """Run every implemented reproduction (or --only some) and write one report."""
     _check_common(seeds, jobs)
