@@ -8,12 +8,6 @@ from icml26.core.runner import run_part
 EXP = get_experiment("inverse_reweight")
 
 
-def _claims(outcome):
-    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
-    assert outcome.summarize_error is None, outcome.summarize_error
-    return {c.name: c for c in outcome.result.claims}
-
-
 def test_registered_parts():
     assert [p.name for p in EXP.parts] == ["E1", "ablation", "properties", "scaling"]
     assert not EXP.part("ablation").default
@@ -22,7 +16,7 @@ def test_registered_parts():
 @pytest.mark.slow
 def test_e1_quick_claims():
     outcome = run_part(EXP, "E1", quick=True)
-    claims = _claims(outcome)
+    claims = outcome.claims_by_name()
     assert set(claims) == {
         "ρ=100: top-1 gain ILR − CE (points)", "ρ=100: LIC(ILR) / LIC(CE)", "ρ=100: NC1(ILR) / NC1(CE)",
         "ρ=100: NC2_classifier(ILR) − NC2_classifier(CE)", "ρ=100: top-1 ILR-detached − ILR (points)"}
@@ -35,10 +29,10 @@ def test_e1_quick_claims():
 
 
 def test_properties_quick_claims_all_pass():
-    claims = _claims(run_part(EXP, "properties", quick=True))
+    claims = run_part(EXP, "properties", quick=True).claims_by_name()
     assert len(claims) == 6 and all(c.passed for c in claims.values()), claims
 
 
 def test_scaling_quick_claim_passes():
-    claims = _claims(run_part(EXP, "scaling", quick=True))
+    claims = run_part(EXP, "scaling", quick=True).claims_by_name()
     assert claims["ILR extra cost (reweighting) vs |B|+C: log-log slope"].passed

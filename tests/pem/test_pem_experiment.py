@@ -14,14 +14,8 @@ def experiment():
     return EXPERIMENT      # importing icml26.pem.experiment registered it
 
 
-def _claims(outcome):
-    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
-    assert outcome.summarize_error is None, outcome.summarize_error
-    return {c.name: c for c in outcome.result.claims}
-
-
 def test_e1_quick(experiment):
-    claims = _claims(run_part(experiment, "E1", quick=True))
+    claims = run_part(experiment, "E1", quick=True).claims_by_name()
     assert len(claims) == 12
     assert claims["every run used exactly B oracle calls (fraction of runs)"].passed
     assert claims["E1 RB-PEM win rate vs Resample(5)"].passed
@@ -29,24 +23,24 @@ def test_e1_quick(experiment):
 
 
 def test_e1b_quick(experiment):
-    claims = _claims(run_part(experiment, "E1b", quick=True))
+    claims = run_part(experiment, "E1b", quick=True).claims_by_name()
     assert "E1b RB-PEM win rate vs sep-CMA-ES (n = 40)" in claims
     assert claims["every run used exactly B oracle calls (fraction of runs)"].passed
 
 
 def test_e2_quick_all_mechanism_claims_pass(experiment):
-    claims = _claims(run_part(experiment, "E2", quick=True))
+    claims = run_part(experiment, "E2", quick=True).claims_by_name()
     assert len(claims) == 4 and all(c.passed for c in claims.values()), claims
 
 
 def test_e3_quick_overhead_claims_pass(experiment):
-    claims = _claims(run_part(experiment, "E3", quick=True))
+    claims = run_part(experiment, "E3", quick=True).claims_by_name()
     assert len(claims) == 3 and all(c.passed for c in claims.values()), claims
 
 
 def test_e4_quick(experiment):
     outcome = run_part(experiment, "E4", quick=True)
-    claims = _claims(outcome)
+    claims = outcome.claims_by_name()
     assert claims["E4 every run used exactly B calls (fraction)"].passed
     assert "E4 RB-PEM beats Resample(5) (fraction of seeds)" in claims
     assert "E4 noise-free validation log-loss" in outcome.result.tables

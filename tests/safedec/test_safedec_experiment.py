@@ -20,16 +20,10 @@ def exp():
     return EXPERIMENT
 
 
-def _claims(outcome):
-    assert not outcome.failed_jobs, outcome.failed_jobs[0].error
-    assert outcome.summarize_error is None, outcome.summarize_error
-    return {c.name: c for c in outcome.result.claims}
-
-
 def test_main_part_quick_guarantees_hold(exp):
     out = run_part(exp, "main", quick=True, seeds=1,
                    overrides={**SMALL, "greedy": "false", "alphas": "5"})
-    claims = _claims(out)
+    claims = out.claims_by_name()
     assert len(claims) == 12
     for name in ("E1(b) HCD satisfaction, min over seeds and families (%)",
                  "E1(c) Filter and Reject satisfaction, min (%)",
@@ -40,16 +34,16 @@ def test_main_part_quick_guarantees_hold(exp):
 
 def test_alpha_and_mismatch_parts_quick_structure(exp):
     alpha = run_part(exp, "alpha", quick=True, seeds=1, overrides={**SMALL, "alphas": "0,5,25"})
-    assert list(_claims(alpha)) == ["E2 Spearman(α, satisfaction)"]
+    assert list(alpha.claims_by_name()) == ["E2 Spearman(α, satisfaction)"]
     mismatch = run_part(exp, "mismatch", quick=True, seeds=1, overrides=SMALL)
-    claims = _claims(mismatch)
+    claims = mismatch.claims_by_name()
     assert set(claims) == {"E3 HCD − Uncon satisfaction under mismatch (pts)",
                            "E3 HCD-δ satisfaction under mismatch (%)"}
 
 
 def test_exact_part_quick_claims_pass(exp):
     out = run_part(exp, "exact", quick=True)
-    claims = _claims(out)
+    claims = out.claims_by_name()
     assert len(claims) == 5
     failed = [(c.name, c.measured) for c in claims.values() if not c.passed]
     assert not failed
@@ -58,6 +52,6 @@ def test_exact_part_quick_claims_pass(exp):
 def test_scaling_part_quick_structure(exp):
     out = run_part(exp, "scaling", quick=True, overrides={"repeats": "3", "steps": "100",
                                                           "n_tokens": "7,28,112", "n_zones": "1,4,16"})
-    claims = _claims(out)
+    claims = out.claims_by_name()
     assert len(claims) == 4
     assert all(isinstance(c.measured, float) for c in claims.values())
