@@ -33,6 +33,8 @@ def test_e2_quick_reports_ce_and_ndcg(experiment):
     assert claims["E2 MTP (n=2) val CE reported"].passed
     top = next(j.metrics for j in outcome.jobs if j.metrics["objective"] == "top")
     assert math.isfinite(top["val_ce"]) and 0.0 <= top["ndcg_top_head"] <= 1.0
+    assert 0.0 <= top["ndcg_graded_top_head"] <= 1.0 and 0.0 <= top["ndcg_graded_ntp_logits"] <= 1.0
+    assert "graded NDCG@10 TOP head" in outcome.result.tables["text_lm"].columns
     assert len(top["corpus_sha1"]) == 40
 
 

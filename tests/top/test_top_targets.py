@@ -240,3 +240,37 @@ def test_ndcg_matches_direct_computation():
     ideal = 1 / math.log2(2) + 1 / math.log2(3)
     assert ndcg_at_k(scores, targets, k=3)[0].item() == pytest.approx(dcg / ideal, rel=1e-6)
     assert ndcg_at_k(torch.tensor([[0., 0., 1., 1.]]), targets, k=2)[0].item() == 0.0
+
+
+def _graded_ndcg_loop(scores, targets, k):
+    """Direct per-row graded NDCG: gain = finite target score, sorted ideal."""
+    out = []
+    for u, s in zip(scores.tolist(), targets.tolist()):
+        gains = [g if math.isfinite(g) else 0.0 for g in s]
+        ranked = sorted(range(len(u)), key=lambda v: -u[v])[:k]
+        dcg = sum(gains[v] / math.log2(r + 2) for r, v in enumerate(ranked))
+        ideal = sum(g / math.log2(r + 2) for r, g in enumerate(sorted(gains, reverse=True)[:k]))
+        out.append(dcg / ideal if ideal > 0 else float("nan"))
+    return out
+
+
+def test_graded_ndcg_matches_direct_loop_on_real_targets():
+    gen = torch.Generator().manual_seed(5)
+    labels = torch.randint(0, 12, (3, 20), generator=gen)
+    targets = top_targets(labels, vocab_size=12, window=8, seq_len=12).reshape(-1, 12)
+    scores = torch.randn(targets.shape, generator=gen)
+    got = ndcg_at_k(scores, targets, k=5, gain="graded")
+    assert got.tolist() == pytest.approx(_graded_ndcg_loop(scores, targets, 5), rel=1e-5)
+    # ranking by the targets themselves is ideal; binary gain ignores the order inside the window
+    assert torch.allclose(ndcg_at_k(targets.nan_to_num(neginf=-1e9), targets, k=5, gain="graded"),
+                          torch.ones(len(targets)))
+    reversed_order = torch.where(torch.isfinite(targets), 100.0 - targets, -1e9)
+    assert (ndcg_at_k(reversed_order, targets, k=5, gain="graded") < 1.0).any()
+    assert torch.allclose(ndcg_at_k(reversed_order, targets, k=5), torch.ones(len(targets)))
+
+
+def test_ndcg_rejects_unknown_gain_and_nonpositive_graded_scores():
+    with pytest.raises(ValueError, match="gain"):
+        ndcg_at_k(torch.zeros(1, 3), torch.zeros(1, 3), gain="exp")
+    with pytest.raises(ValueError, match="positive"):
+        ndcg_at_k(torch.zeros(1, 3), torch.tensor([[0.0, 1.0, float("-inf")]]), gain="graded")

@@ -562,13 +562,17 @@ class TOPForCausalLM(nn.Module):
         return self.loss_fn(hidden, row, lm_head, self.top_head)
 
 
-def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10) -> torch.Tensor:
+def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
+              gain: str = "binary") -> torch.Tensor:
     """NDCG@k of the ranking induced by ``scores`` against the TOP window (per row).
 
-    Gain 1 for items with a finite target score (tokens truly in the window), 0 otherwise;
-    discount ``1 / log2(rank + 1)``; the ideal DCG puts all in-window tokens first (their
-    order among themselves does not change a binary-gain DCG). Rows without any in-window
-    token give NaN, so callers can drop them.
+    Discount ``1 / log2(rank + 1)``. With ``gain="binary"`` (the spec's definition) an item
+    gains 1 when it has a finite target score (a token truly in the window) and 0 otherwise;
+    the ideal DCG puts all in-window tokens first (their order among themselves does not
+    change a binary-gain DCG). With ``gain="graded"`` an in-window item gains its TOP target
+    score ``W + 1 - k`` (the next token most, the token first seen at offset W least), so the
+    metric also rewards getting the *order* right; the ideal DCG sorts the gains. Rows without
+    any in-window token give NaN, so callers can drop them.
 
     Parameters
     ----------
@@ -576,6 +580,8 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10) -> torch
     targets : Tensor of shape (..., V)
         Dense TOP targets (``-inf`` = not in the window), e.g. from :func:`top_targets`.
     k : int
+    gain : {"binary", "graded"}
+        "graded" is our addition (reported beside the spec's binary NDCG, not claimed).
 
     Returns
     -------
@@ -587,16 +593,25 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10) -> torch
     >>> inf = float("-inf")
     >>> float(ndcg_at_k(torch.tensor([[3., 2., 1.]]), torch.tensor([[1., inf, inf]]), k=2)[0])
     1.0
+    >>> round(float(ndcg_at_k(torch.tensor([[2., 1.]]), torch.tensor([[1., 2.]]), gain="graded")[0]), 4)
+    0.8597
     """
     check_int(k, "k", min_value=1)
+    check_choice(gain, "gain", ["binary", "graded"])
     if scores.shape != targets.shape:
         raise ValueError(f"scores and targets must have the same shape, got {tuple(scores.shape)} "
                          f"and {tuple(targets.shape)}")
     k = min(k, scores.shape[-1])
-    relevant = torch.isfinite(targets).float()
+    finite = torch.isfinite(targets)
+    if gain == "binary":
+        gains = finite.float()
+    else:
+        if bool((finite & (targets <= 0)).any()):
+            raise ValueError("graded NDCG needs positive target scores for in-window items "
+                             "(TOP scores W + 1 - k >= 1); got a score <= 0")
+        gains = torch.where(finite, targets.float(), torch.zeros(()))
     top = scores.float().topk(k, dim=-1).indices
     discount = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float32))
-    dcg = (relevant.gather(-1, top) * discount).sum(-1)
-    n_rel = relevant.sum(-1).clamp(max=k).long()
-    ideal = torch.cat([torch.zeros(1), discount.cumsum(0)])[n_rel]
-    return torch.where(n_rel > 0, dcg / ideal.clamp_min(1e-12), torch.tensor(float("nan")))
+    dcg = (gains.gather(-1, top) * discount).sum(-1)
+    ideal = (gains.topk(k, dim=-1).values * discount).sum(-1)
+    return torch.where(finite.any(-1), dcg / ideal.clamp_min(1e-12), torch.tensor(float("nan")))
