@@ -121,6 +121,19 @@ def make_optimizer(model, lr: float, weight_decay: float):
     return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
 
 
+def train_step(model, optimizer, objective: str, batch: tuple, step: int, total: int, config):
+    """One AdamW step on ``batch = (input_ids, labels, lookahead)`` with the warm-up/cosine
+    learning rate of ``config`` (fields lr, warmup, min_lr, grad_clip); returns (loss, NTP loss)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr_at(step, total, config.lr, config.warmup, config.min_lr)
+    loss, ntp = objective_loss(model, objective, *batch)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    return loss, ntp
+
+
 # -- E1 / star-long: star graph -------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -181,14 +194,9 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
         batch = torch.as_tensor(order[cursor : cursor + config.batch_size])
         cursor += config.batch_size
         t0 = time.perf_counter()
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, steps, config.lr, config.warmup, config.min_lr)
-        loss, ntp = objective_loss(model, objective, train.input_ids[batch], labels_all[batch],
-                                   lookahead_all[batch])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
+        loss, ntp = train_step(model, optimizer, objective,
+                               (train.input_ids[batch], labels_all[batch], lookahead_all[batch]),
+                               step, steps, config)
         train_seconds += time.perf_counter() - t0
         losses.append(float(ntp.detach()))
         if (step + 1) % config.eval_every == 0 or step + 1 == steps:
@@ -386,15 +394,9 @@ def run_text(config: TextConfig, seed: int, task: dict) -> dict:
     model.train()
     for step in range(config.steps):
         starts = rng.integers(0, len(train) - 2 * T, size=config.batch_size)
-        input_ids, labels, lookahead = _text_rows(train, starts, T)
+        batch = _text_rows(train, starts, T)
         t0 = time.perf_counter()
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, config.steps, config.lr, config.warmup, config.min_lr)
-        loss, _ = objective_loss(model, objective, input_ids, labels, lookahead)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
+        train_step(model, optimizer, objective, batch, step, config.steps, config)
         seconds += time.perf_counter() - t0
     metrics = _text_eval(model, objective, val, config)
     metrics.update({"objective": objective, "steps": config.steps, "corpus_sha1": sha1,
