@@ -63,3 +63,54 @@ def test_same_seed_gives_same_metrics(experiment):
     a = run_star(cfg, 3, {"graph": "2-4-12", "objective": "top"})
     b = run_star(cfg, 3, {"graph": "2-4-12", "objective": "top"})
     assert a["exact"] == b["exact"] and a["curve"][0]["ntp_loss"] == b["curve"][0]["ntp_loss"]
+
+
+def _tiny_star(tmp_path, **kw):
+    import dataclasses
+    from icml26.top.experiment import STAR_QUICK
+
+    return dataclasses.replace(STAR_QUICK, steps=10, n_train=300, n_test=60, n_eval_curve=60,
+                               eval_every=5, log_dir=str(tmp_path), **kw)
+
+
+def test_interrupted_run_resumes_from_checkpoint_to_identical_result(tmp_path, monkeypatch):
+    import icml26.top.experiment as exp
+
+    task = {"graph": "2-4-12", "objective": "top_shuffled"}  # exercises the shuffle generator too
+    clean = exp.run_star(_tiny_star(tmp_path / "clean"), 1, task)
+
+    real_eval, calls = exp.evaluate_star_graph, []
+
+    def dies_at_second_point(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the session ends between step 5 and step 10
+        return real_eval(*args, **kwargs)
+
+    cfg = _tiny_star(tmp_path / "resumed", checkpoint=True)
+    monkeypatch.setattr(exp, "evaluate_star_graph", dies_at_second_point)
+    with pytest.raises(KeyboardInterrupt):
+        exp.run_star(cfg, 1, task)
+    monkeypatch.setattr(exp, "evaluate_star_graph", real_eval)
+    log = tmp_path / "resumed" / "2-4-12_top_shuffled_seed1.jsonl"
+    assert len(log.read_text().splitlines()) == 1            # only step 5 was logged
+    resumed = exp.run_star(cfg, 1, task)
+    assert resumed["exact"] == clean["exact"] and resumed["per_token"] == clean["per_token"]
+    strip = lambda curve: [{k: v for k, v in p.items() if k != "seconds"} for p in curve]
+    assert strip(resumed["curve"]) == strip(clean["curve"])
+    assert len(log.read_text().splitlines()) == 2
+    again = exp.run_star(cfg, 1, task)                         # finished: nothing left to train
+    assert again["exact"] == clean["exact"]
+
+
+def test_checkpoint_refuses_another_config_and_needs_a_folder(tmp_path):
+    import dataclasses
+    import icml26.top.experiment as exp
+
+    task = {"graph": "2-4-12", "objective": "ntp"}
+    cfg = _tiny_star(tmp_path, checkpoint=True)
+    exp.run_star(cfg, 0, task)
+    with pytest.raises(ValueError, match="another configuration"):
+        exp.run_star(dataclasses.replace(cfg, lr=5e-4), 0, task)
+    with pytest.raises(ValueError, match="needs log_dir"):
+        exp.run_star(dataclasses.replace(cfg, log_dir=""), 0, task)

@@ -159,6 +159,8 @@ class StarConfig:
     grad_clip: float = 1.0
     n_future: int = 2
     log_dir: str = ""                   # write a JSON-lines learning curve here when set
+    checkpoint: bool = False            # with log_dir: save the training state at every
+                                        # evaluation point and resume from it (long runs)
 
 
 def star_tasks(config: StarConfig) -> list:
@@ -181,14 +183,36 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
     labels_all, lookahead_all = train.hf_labels()
     rng = np.random.default_rng(seed)
     order, cursor = rng.permutation(len(train)), 0
-    log_path = None
+    name = f"{task['graph'].replace(',', '-')}_{objective}_seed{seed}"
+    log_path = ckpt_path = None
+    if config.checkpoint and not config.log_dir:
+        raise ValueError("checkpoint=True needs log_dir (the folder the checkpoints go to)")
     if config.log_dir:
         os.makedirs(config.log_dir, exist_ok=True)
-        log_path = os.path.join(config.log_dir, f"{task['graph'].replace(',', '-')}_{objective}_seed{seed}.jsonl")
-        open(log_path, "w").close()
-    curve, losses, train_seconds = [], [], 0.0
+        log_path = os.path.join(config.log_dir, name + ".jsonl")
+        ckpt_path = os.path.join(config.log_dir, name + ".ckpt") if config.checkpoint else None
+    start, curve, losses, train_seconds = 0, [], [], 0.0
+    shuffle_gen = getattr(getattr(model, "loss_fn", None), "generator", None)
+    if ckpt_path and os.path.exists(ckpt_path):
+        saved = torch.load(ckpt_path, weights_only=False)
+        if saved["config"] != _resumable_config(config) or saved["task"] != task or saved["seed"] != seed:
+            raise ValueError(f"checkpoint {ckpt_path} was written by another configuration "
+                             f"({saved['config']}, task {saved['task']}, seed {saved['seed']}); "
+                             f"remove it or pass the same config")
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        if shuffle_gen is not None:
+            shuffle_gen.set_state(saved["shuffle_rng"])
+        order, cursor = saved["order"], saved["cursor"]
+        start, curve, losses = saved["step"], saved["curve"], saved["losses"]
+        train_seconds = saved["train_seconds"]
+    if log_path:  # the curve file always holds exactly the points of this run so far
+        with open(log_path, "w") as fh:
+            fh.writelines(json.dumps(point) + "\n" for point in curve)
     model.train()
-    for step in range(steps):
+    for step in range(start, steps):
         if cursor + config.batch_size > len(order):
             order, cursor = rng.permutation(len(train)), 0
         batch = torch.as_tensor(order[cursor : cursor + config.batch_size])
@@ -198,21 +222,45 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
                                (train.input_ids[batch], labels_all[batch], lookahead_all[batch]),
                                step, steps, config)
         train_seconds += time.perf_counter() - t0
-        losses.append(float(ntp.detach()))
+        losses = (losses + [float(ntp.detach())])[-config.eval_every:]   # since the last point
         if (step + 1) % config.eval_every == 0 or step + 1 == steps:
             ev = evaluate_star_graph(model, curve_set)
             point = {"step": step + 1, "exact": ev["exact"], "teacher_forced": ev["teacher_forced"],
-                     "ntp_loss": float(np.mean(losses[-config.eval_every:])),
+                     "ntp_loss": float(np.mean(losses)),
                      "total_loss": float(loss.detach()), "seconds": train_seconds}
             curve.append(point)
             if log_path:
                 with open(log_path, "a") as fh:
                     fh.write(json.dumps(point) + "\n")
+            if ckpt_path:
+                _save_checkpoint(ckpt_path, {
+                    "config": _resumable_config(config), "task": dict(task), "seed": seed,
+                    "step": step + 1, "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(), "rng": rng.bit_generator.state,
+                    "torch_rng": torch.get_rng_state(),
+                    "shuffle_rng": shuffle_gen.get_state() if shuffle_gen is not None else None,
+                    "order": order, "cursor": cursor, "curve": curve, "losses": losses,
+                    "train_seconds": train_seconds})
     final = evaluate_star_graph(model, test)
     return {"graph": task["graph"], "objective": objective, "steps": steps,
             "exact": final["exact"], "per_token": final["per_token"],
             "teacher_forced": final["teacher_forced"], "curve": curve,
             "steps_per_second": steps / max(train_seconds, 1e-9)}
+
+
+def _resumable_config(config: StarConfig) -> dict:
+    """The config fields a checkpoint must agree on (everything but where logs go)."""
+    fields = dataclasses.asdict(config)
+    fields.pop("log_dir")
+    fields.pop("checkpoint")
+    return fields
+
+
+def _save_checkpoint(path: str, state: dict) -> None:
+    """Write atomically, so an interrupted save never leaves a truncated checkpoint."""
+    tmp = path + ".tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)
 
 
 def _star_frame(jobs) -> pd.DataFrame:
