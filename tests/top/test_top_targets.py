@@ -274,3 +274,20 @@ def test_ndcg_rejects_unknown_gain_and_nonpositive_graded_scores():
         ndcg_at_k(torch.zeros(1, 3), torch.zeros(1, 3), gain="exp")
     with pytest.raises(ValueError, match="positive"):
         ndcg_at_k(torch.zeros(1, 3), torch.tensor([[0.0, 1.0, float("-inf")]]), gain="graded")
+
+
+def test_top_loss_on_labelled_positions_only_matches_direct_mean():
+    torch.manual_seed(0)
+    hidden, lm_head, head = torch.randn(2, 6, 8), torch.nn.Linear(8, 7), TOPHead(8, 7)
+    labels = torch.randint(0, 7, (2, 12))
+    labels[:, :3] = IGN                                  # a prefix without next-token labels
+    out = TOPLoss(window=6, positions="labelled")(hidden, labels, lm_head, head)
+    idx, score = top_targets_sparse(labels, 7, 6, seq_len=6)
+    rows = sparse_listnet_loss(head(hidden), idx, score, reduction="none")   # (2, 6)
+    keep = (labels[:, :6] != IGN) & torch.isfinite(score).any(-1)
+    assert out.top_loss.item() == pytest.approx(rows[keep].mean().item(), rel=1e-6)
+    every = TOPLoss(window=6)(hidden, labels, lm_head, head)                 # the reference
+    has = torch.isfinite(score).any(-1)
+    assert every.top_loss.item() == pytest.approx(rows[has].mean().item(), rel=1e-6)
+    with pytest.raises(ValueError, match="positions"):
+        TOPLoss(window=6, positions="path")

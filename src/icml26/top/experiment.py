@@ -79,16 +79,19 @@ def shuffle_window_scores(score: torch.Tensor, generator: torch.Generator) -> to
     return out[..., :n_slots]
 
 
-def build_model(objective: str, config: GPTConfig, n_future: int = 2, seed: int = 0):
+def build_model(objective: str, config: GPTConfig, n_future: int = 2, seed: int = 0,
+                top_positions: str = "window"):
     """The model for an objective; MTP/DS-MTP get n_future - 1 extra blocks so that the
-    next-token path has the same depth as NTP's (trunk n_layer - 1 + one head block)."""
+    next-token path has the same depth as NTP's (trunk n_layer - 1 + one head block).
+    ``top_positions`` is :class:`TOPLoss`'s ``positions`` for the TOP objectives."""
     if objective == "ntp":
         return TinyGPT(config)
     if objective in ("top", "top_shuffled"):
         model = TOPForCausalLM(TinyGPT(config), window=None, init_std=config.init_std,
-                               ignore_index=IGNORE)
+                               ignore_index=IGNORE, positions=top_positions)
         if objective == "top_shuffled":
-            model.loss_fn = ShuffledTOPLoss(window=None, ignore_index=IGNORE, seed=seed)
+            model.loss_fn = ShuffledTOPLoss(window=None, ignore_index=IGNORE, seed=seed,
+                                            positions=top_positions)
         return model
     deeper = dataclasses.replace(config, n_layer=config.n_layer + n_future - 1)
     if objective == "mtp":
@@ -161,6 +164,7 @@ class StarConfig:
     log_dir: str = ""                   # write a JSON-lines learning curve here when set
     checkpoint: bool = False            # with log_dir: save the training state at every
                                         # evaluation point and resume from it (long runs)
+    top_positions: str = "window"       # TOP loss at every position (reference) or "labelled"
 
 
 def star_tasks(config: StarConfig) -> list:
@@ -178,7 +182,8 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
     curve_set = dataclasses.replace(test, tokens=test.tokens[: config.n_eval_curve])
     gpt = GPTConfig(vocab_size=train.vocab_size, block_size=train.tokens.shape[1],
                     n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd)
-    model = build_model(objective, gpt, n_future=config.n_future, seed=seed)
+    model = build_model(objective, gpt, n_future=config.n_future, seed=seed,
+                        top_positions=config.top_positions)
     optimizer = make_optimizer(model, config.lr, config.weight_decay)
     labels_all, lookahead_all = train.hf_labels()
     rng = np.random.default_rng(seed)

@@ -428,6 +428,12 @@ class TOPLoss(nn.Module):
     top_weight : float
         Weight of the TOP term (the reference adds it unweighted: 1.0).
     ignore_index : int
+    positions : {"window", "labelled"}
+        Which positions the TOP loss covers. "window" (default, the reference code, also its
+        star-graph GPT): every position whose look-ahead window holds a target token.
+        "labelled": only positions that have a next-token label (``labels[:, t] !=
+        ignore_index``) — the spec's reading of the star-graph setup ("TOP loss only on
+        target positions"), kept as an option (resolution, not from the paper).
 
     Notes
     -----
@@ -447,15 +453,17 @@ class TOPLoss(nn.Module):
     """
 
     def __init__(self, window: Optional[int] = None, top_weight: float = 1.0,
-                 ignore_index: int = -100):
+                 ignore_index: int = -100, positions: str = "window"):
         super().__init__()
         if window is not None:
             check_int(window, "window", min_value=1)
         check_scalar_in(top_weight, "top_weight", low=0.0)
         check_int(ignore_index, "ignore_index")
+        check_choice(positions, "positions", ["window", "labelled"])
         self.window = window
         self.top_weight = top_weight
         self.ignore_index = ignore_index
+        self.positions = positions
 
     def targets(self, labels: torch.Tensor, vocab_size: int, window: int, seq_len: int):
         """The sparse TOP targets ``(idx, score)`` for a label row (override to alter them)."""
@@ -474,6 +482,9 @@ class TOPLoss(nn.Module):
         window = seq_len if self.window is None else self.window
         idx, target_scores = self.targets(labels, vocab, window, seq_len)
         ntp = causal_lm_loss(logits, labels[:, :seq_len], self.ignore_index)
+        if self.positions == "labelled":  # unlabelled positions become empty rows: excluded
+            labelled = (labels[:, :seq_len] != self.ignore_index).unsqueeze(-1)
+            target_scores = torch.where(labelled, target_scores, torch.tensor(float("-inf")))
         top = sparse_listnet_loss(top_logits, idx, target_scores)
         return TOPOutput(loss=ntp + self.top_weight * top, ntp_loss=ntp, top_loss=top,
                          logits=logits, top_logits=top_logits)
@@ -503,6 +514,8 @@ class TOPForCausalLM(nn.Module):
     init_std : float
         Init std of the TOP head (default: the model config's ``initializer_range`` if it
         has one, else 0.02).
+    positions : {"window", "labelled"}
+        Positions the TOP loss covers (see :class:`TOPLoss`; default "window", the reference).
 
     Notes
     -----
@@ -530,7 +543,8 @@ class TOPForCausalLM(nn.Module):
     """
 
     def __init__(self, model: nn.Module, window: Optional[int] = None, top_weight: float = 1.0,
-                 ignore_index: int = -100, init_std: Optional[float] = None):
+                 ignore_index: int = -100, init_std: Optional[float] = None,
+                 positions: str = "window"):
         super().__init__()
         for accessor in ("get_decoder", "get_output_embeddings"):
             if not callable(getattr(model, accessor, None)):
@@ -542,7 +556,8 @@ class TOPForCausalLM(nn.Module):
         if init_std is None:
             init_std = getattr(getattr(model, "config", None), "initializer_range", 0.02)
         self.top_head = TOPHead(hidden_size, vocab_size, init_std=init_std)
-        self.loss_fn = TOPLoss(window=window, top_weight=top_weight, ignore_index=ignore_index)
+        self.loss_fn = TOPLoss(window=window, top_weight=top_weight, ignore_index=ignore_index,
+                               positions=positions)
         self.vocab_size = vocab_size
         self.ignore_index = ignore_index
 
