@@ -8,7 +8,8 @@ from icml26.top import (CharTokenizer, DSMTPForCausalLM, GPTConfig, MTPForCausal
                         corpus_sha1, evaluate_star_graph, load_stdlib_corpus, make_star_graph_dataset,
                         shift_labels, split_corpus)
 from icml26.top.baselines import _future_targets
-from icml26.top.experiment import shuffle_window_scores
+from icml26.top.experiment import UnrelatedTOPLoss, shuffle_window_scores
+from icml26.top.token_order import TOPLoss
 
 IGN = -100
 
@@ -135,3 +136,14 @@ def test_shuffled_scores_keep_multiset_and_absent_slots():
     assert torch.isinf(shuffled[..., 2]).all()
     assert torch.equal(shuffled.sort(-1).values, score.sort(-1).values)
     assert not torch.equal(shuffled, score)
+
+
+def test_unrelated_targets_are_the_next_rows_and_need_two_rows():
+    labels = torch.randint(0, 6, (3, 10), generator=torch.Generator().manual_seed(2))
+    loss = UnrelatedTOPLoss(window=5)
+    idx, score = loss.targets(labels, 6, 5, 5)
+    own_idx, own_score = TOPLoss(window=5).targets(labels, 6, 5, 5)
+    for row in range(3):
+        assert torch.equal(idx[row], own_idx[row - 1]) and torch.equal(score[row], own_score[row - 1])
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        loss.targets(labels[:1], 6, 5, 5)

@@ -51,7 +51,8 @@ def test_star_long_quick_includes_negative_control(experiment):
     claims = outcome.claims_by_name()
     assert "star-long G(2-4-12) mean exact(TOP)" in claims
     control = claims["star-long G(2-4-12) negative control exact(TOP-shuffled) − exact(NTP)"]
-    assert control.passed  # a shuffled-order target must not beat NTP
+    assert control.passed  # both near 0 after 30 steps: the controls must not beat NTP yet
+    assert claims["star-long G(2-4-12) null control exact(TOP-unrelated) − exact(NTP)"].passed
     assert not experiment.part("star-long").default
 
 

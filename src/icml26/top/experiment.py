@@ -7,8 +7,8 @@ E1 (tier A, default)
     harness (NTP's Clever-Hans signature) and that TOP does not hurt — not the paper's claim.
 star-long (tier B, opt-in)
     The paper's star-graph claim: 30k steps per objective; TOP reaches >= 0.85 exact while
-    NTP stays <= 0.65. Optional negative control ``top_shuffled`` (scores permuted inside
-    each window).
+    NTP stays <= 0.65. Optional controls: ``top_shuffled`` (scores permuted inside each
+    window, the spec's) and ``top_unrelated`` (another graph's targets, ours).
 E2 (default)
     Char-level GPT on Python's own documentation: TOP non-inferiority in validation CE and
     the TOP head's ranking quality (NDCG@10) vs the NTP logits; MTP CE reported.
@@ -46,7 +46,8 @@ from icml26.top.token_order import (TOPForCausalLM, TOPLoss, causal_lm_loss, ndc
                                     shift_labels, top_targets, top_targets_sparse)
 
 IGNORE = -100
-OBJECTIVES = ("ntp", "top", "mtp", "dsmtp", "top_shuffled")
+OBJECTIVES = ("ntp", "top", "mtp", "dsmtp", "top_shuffled", "top_unrelated")
+TOP_OBJECTIVES = ("top", "top_shuffled", "top_unrelated")
 
 
 # -- models and objectives ------------------------------------------------------------
@@ -64,6 +65,23 @@ class ShuffledTOPLoss(TOPLoss):
     def targets(self, labels, vocab_size, window, seq_len):
         idx, score = super().targets(labels, vocab_size, window, seq_len)
         return idx, shuffle_window_scores(score, self.generator)
+
+
+class UnrelatedTOPLoss(TOPLoss):
+    """Null control (our addition): each row gets the TOP targets of the *next* row of the batch.
+
+    The targets keep every statistic of real TOP targets (tokens, scores, window sizes) but
+    describe another sequence, so they carry no information about this row's input. Unlike
+    :class:`ShuffledTOPLoss`, which keeps the row's own upcoming tokens and only scrambles their
+    order, nothing here can help the model solve its own input.
+    """
+
+    def targets(self, labels, vocab_size, window, seq_len):
+        if labels.shape[0] < 2:
+            raise ValueError("UnrelatedTOPLoss needs a batch of at least 2 rows (it gives each "
+                             f"row another row's targets), got {labels.shape[0]}")
+        idx, score = super().targets(labels, vocab_size, window, seq_len)
+        return idx.roll(1, dims=0), score.roll(1, dims=0)
 
 
 def shuffle_window_scores(score: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -86,12 +104,15 @@ def build_model(objective: str, config: GPTConfig, n_future: int = 2, seed: int 
     ``top_positions`` is :class:`TOPLoss`'s ``positions`` for the TOP objectives."""
     if objective == "ntp":
         return TinyGPT(config)
-    if objective in ("top", "top_shuffled"):
+    if objective in TOP_OBJECTIVES:
         model = TOPForCausalLM(TinyGPT(config), window=None, init_std=config.init_std,
                                ignore_index=IGNORE, positions=top_positions)
         if objective == "top_shuffled":
             model.loss_fn = ShuffledTOPLoss(window=None, ignore_index=IGNORE, seed=seed,
                                             positions=top_positions)
+        elif objective == "top_unrelated":
+            model.loss_fn = UnrelatedTOPLoss(window=None, ignore_index=IGNORE,
+                                             positions=top_positions)
         return model
     deeper = dataclasses.replace(config, n_layer=config.n_layer + n_future - 1)
     if objective == "mtp":
@@ -355,7 +376,12 @@ def summarize_star_b(jobs, config: StarConfig) -> Result:
             claims.append(Claim.at_most(
                 f"star-long {tag} negative control exact(TOP-shuffled) − exact(NTP)",
                 float(np.mean(exact["top_shuffled"]) - np.mean(exact["ntp"])), 0.05,
-                paper="(our control) a shuffled-order target must not beat NTP"))
+                paper="(spec's control) a shuffled-order target must not beat NTP"))
+        if "top_unrelated" in exact and "ntp" in exact:
+            claims.append(Claim.at_most(
+                f"star-long {tag} null control exact(TOP-unrelated) − exact(NTP)",
+                float(np.mean(exact["top_unrelated"]) - np.mean(exact["ntp"])), 0.05,
+                paper="(our control) another graph's TOP targets carry no signal"))
         notes.append(f"{tag}: steps {steps}; seeds {sorted({j.seed for j in jobs})}.")
     return Result(tables={"star_long": _star_frame(jobs)},
                   figures={"star_long_curves": _curve_figure(jobs, "star-long")},
@@ -413,7 +439,7 @@ def _text_eval(model, objective: str, val: np.ndarray, config: TextConfig) -> di
     for chunk in np.array_split(starts, max(1, len(starts) // 32)):
         input_ids, labels, lookahead = _text_rows(val, chunk, T)
         row = shift_labels(labels, lookahead, IGNORE)
-        if objective in ("top", "top_shuffled"):
+        if objective in TOP_OBJECTIVES:
             out = model(input_ids, return_top_logits=True)
         else:
             out = model(input_ids)
@@ -577,7 +603,7 @@ STAR_QUICK = StarConfig(steps=40, mtp_steps=20, n_train=2000, n_test=200, n_eval
 STAR_FULL = StarConfig()
 STAR_LONG = StarConfig(graphs=("2-4-12", "2-5-20"), objectives=("ntp", "top"), steps=30_000,
                        eval_every=1000)
-STAR_LONG_QUICK = StarConfig(objectives=("ntp", "top", "top_shuffled"), steps=30, n_train=2000,
+STAR_LONG_QUICK = StarConfig(objectives=("ntp", "top", "top_shuffled", "top_unrelated"), steps=30, n_train=2000,
                              n_test=200, n_eval_curve=200, eval_every=15, batch_size=32,
                              n_layer=2, n_embd=48)
 TEXT_QUICK = TextConfig(steps=30, seq_len=64, batch_size=8, n_layer=2, n_embd=64, n_val_rows=32)
