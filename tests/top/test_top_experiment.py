@@ -115,3 +115,14 @@ def test_checkpoint_refuses_another_config_and_needs_a_folder(tmp_path):
         exp.run_star(dataclasses.replace(cfg, lr=5e-4), 0, task)
     with pytest.raises(ValueError, match="needs log_dir"):
         exp.run_star(dataclasses.replace(cfg, log_dir=""), 0, task)
+
+
+def test_checkpoint_resumes_under_a_run_with_other_jobs(tmp_path):
+    import dataclasses
+    import icml26.top.experiment as exp
+
+    task = {"graph": "2-4-12", "objective": "ntp"}
+    cfg = _tiny_star(tmp_path, checkpoint=True)
+    first = exp.run_star(dataclasses.replace(cfg, objectives=("ntp",)), 0, task)
+    again = exp.run_star(dataclasses.replace(cfg, objectives=("ntp", "top", "top_unrelated")), 0, task)
+    assert again["exact"] == first["exact"] and again["curve"] == first["curve"]

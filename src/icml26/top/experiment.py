@@ -275,10 +275,11 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
 
 
 def _resumable_config(config: StarConfig) -> dict:
-    """The config fields a checkpoint must agree on (everything but where logs go)."""
+    """The config fields a checkpoint must agree on: all but where logs go and which jobs the
+    run holds (the job itself, graph and objective, is checked through its task)."""
     fields = dataclasses.asdict(config)
-    fields.pop("log_dir")
-    fields.pop("checkpoint")
+    for key in ("log_dir", "checkpoint", "graphs", "objectives"):
+        fields.pop(key)
     return fields
 
 
