@@ -29,6 +29,7 @@ import json
 import math
 import os
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
@@ -217,7 +218,7 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
         os.makedirs(config.log_dir, exist_ok=True)
         log_path = os.path.join(config.log_dir, name + ".jsonl")
         ckpt_path = os.path.join(config.log_dir, name + ".ckpt") if config.checkpoint else None
-    start, curve, losses, train_seconds = 0, [], [], 0.0
+    start, curve, losses, train_seconds = 0, [], deque(maxlen=config.eval_every), 0.0
     shuffle_gen = getattr(getattr(model, "loss_fn", None), "generator", None)
     if ckpt_path and os.path.exists(ckpt_path):
         saved = torch.load(ckpt_path, weights_only=False)
@@ -232,7 +233,8 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
         if shuffle_gen is not None:
             shuffle_gen.set_state(saved["shuffle_rng"])
         order, cursor = saved["order"], saved["cursor"]
-        start, curve, losses = saved["step"], saved["curve"], saved["losses"]
+        start, curve = saved["step"], saved["curve"]
+        losses.extend(saved["losses"])
         train_seconds = saved["train_seconds"]
     if log_path:  # the curve file always holds exactly the points of this run so far
         with open(log_path, "w") as fh:
@@ -248,7 +250,7 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
                                (train.input_ids[batch], labels_all[batch], lookahead_all[batch]),
                                step, steps, config)
         train_seconds += time.perf_counter() - t0
-        losses = (losses + [float(ntp.detach())])[-config.eval_every:]   # since the last point
+        losses.append(float(ntp.detach()))      # the last eval_every steps
         if (step + 1) % config.eval_every == 0 or step + 1 == steps:
             ev = evaluate_star_graph(model, curve_set)
             point = {"step": step + 1, "exact": ev["exact"], "teacher_forced": ev["teacher_forced"],
@@ -265,7 +267,7 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
                     "optimizer": optimizer.state_dict(), "rng": rng.bit_generator.state,
                     "torch_rng": torch.get_rng_state(),
                     "shuffle_rng": shuffle_gen.get_state() if shuffle_gen is not None else None,
-                    "order": order, "cursor": cursor, "curve": curve, "losses": losses,
+                    "order": order, "cursor": cursor, "curve": curve, "losses": list(losses),
                     "train_seconds": train_seconds})
     final = evaluate_star_graph(model, test)
     return {"graph": task["graph"], "objective": objective, "steps": steps,
@@ -356,6 +358,14 @@ def summarize_star_a(jobs, config: StarConfig) -> Result:
                   claims=claims, notes=notes)
 
 
+STAR_CONTROLS = (  # (objective, claim label, what it stands for): must not beat NTP
+    ("top_shuffled", "negative control exact(TOP-shuffled)",
+     "(spec's control) a shuffled-order target must not beat NTP"),
+    ("top_unrelated", "null control exact(TOP-unrelated)",
+     "(our control) another graph's TOP targets carry no signal"),
+)
+
+
 def summarize_star_b(jobs, config: StarConfig) -> Result:
     """Tier B claims (the paper's): TOP >= 0.85 exact, TOP - NTP >= 0.25, NTP <= 0.65."""
     claims, notes = [], []
@@ -373,16 +383,11 @@ def summarize_star_b(jobs, config: StarConfig) -> Result:
         if "ntp" in exact:
             claims.append(Claim.at_most(f"star-long {tag} exact(NTP)", float(np.mean(exact["ntp"])),
                                         0.65, paper="NTP stays at the Clever-Hans plateau"))
-        if "top_shuffled" in exact and "ntp" in exact:
-            claims.append(Claim.at_most(
-                f"star-long {tag} negative control exact(TOP-shuffled) − exact(NTP)",
-                float(np.mean(exact["top_shuffled"]) - np.mean(exact["ntp"])), 0.05,
-                paper="(spec's control) a shuffled-order target must not beat NTP"))
-        if "top_unrelated" in exact and "ntp" in exact:
-            claims.append(Claim.at_most(
-                f"star-long {tag} null control exact(TOP-unrelated) − exact(NTP)",
-                float(np.mean(exact["top_unrelated"]) - np.mean(exact["ntp"])), 0.05,
-                paper="(our control) another graph's TOP targets carry no signal"))
+        for control, label, paper in STAR_CONTROLS:
+            if control in exact and "ntp" in exact:
+                claims.append(Claim.at_most(
+                    f"star-long {tag} {label} − exact(NTP)",
+                    float(np.mean(exact[control]) - np.mean(exact["ntp"])), 0.05, paper=paper))
         notes.append(f"{tag}: steps {steps}; seeds {sorted({j.seed for j in jobs})}.")
     return Result(tables={"star_long": _star_frame(jobs)},
                   figures={"star_long_curves": _curve_figure(jobs, "star-long")},
@@ -436,7 +441,7 @@ def _text_eval(model, objective: str, val: np.ndarray, config: TextConfig) -> di
     T = config.seq_len
     starts = np.arange(config.n_val_rows) * T
     starts = starts[starts + 2 * T <= len(val)]
-    ces, ndcg_ntp, ndcg_top, graded_ntp, graded_top = [], [], [], [], []
+    ces, ndcg = [], {}          # ndcg[(head, gain)] -> per-chunk means
     for chunk in np.array_split(starts, max(1, len(starts) // 32)):
         input_ids, labels, lookahead = _text_rows(val, chunk, T)
         row = shift_labels(labels, lookahead, IGNORE)
@@ -446,17 +451,19 @@ def _text_eval(model, objective: str, val: np.ndarray, config: TextConfig) -> di
             out = model(input_ids)
         ces.append(float(causal_lm_loss(out.logits, row[:, :T], IGNORE)))
         dense = top_targets(row, CharTokenizer().vocab_size, window=T, ignore_index=IGNORE, seq_len=T)
-        ndcg_ntp.append(float(torch.nanmean(ndcg_at_k(out.logits, dense, config.ndcg_k))))
-        graded_ntp.append(float(torch.nanmean(ndcg_at_k(out.logits, dense, config.ndcg_k, "graded"))))
-        if getattr(out, "top_logits", None) is not None:
-            ndcg_top.append(float(torch.nanmean(ndcg_at_k(out.top_logits, dense, config.ndcg_k))))
-            graded_top.append(float(torch.nanmean(
-                ndcg_at_k(out.top_logits, dense, config.ndcg_k, "graded"))))
+        heads = {"ntp_logits": out.logits, "top_head": getattr(out, "top_logits", None)}
+        for head, scores in heads.items():
+            for gain in ("binary", "graded"):
+                if scores is not None:
+                    value = torch.nanmean(ndcg_at_k(scores, dense, config.ndcg_k, gain))
+                    ndcg.setdefault((head, gain), []).append(float(value))
     model.train()
-    return {"val_ce": float(np.mean(ces)), "ndcg_ntp_logits": float(np.mean(ndcg_ntp)),
-            "ndcg_top_head": float(np.mean(ndcg_top)) if ndcg_top else None,
-            "ndcg_graded_ntp_logits": float(np.mean(graded_ntp)),
-            "ndcg_graded_top_head": float(np.mean(graded_top)) if graded_top else None}
+    metrics = {"val_ce": float(np.mean(ces))}
+    for head in ("ntp_logits", "top_head"):
+        for gain, prefix in (("binary", "ndcg_"), ("graded", "ndcg_graded_")):
+            values = ndcg.get((head, gain))
+            metrics[prefix + head] = float(np.mean(values)) if values else None
+    return metrics
 
 
 def run_text(config: TextConfig, seed: int, task: dict) -> dict:
@@ -485,6 +492,11 @@ def run_text(config: TextConfig, seed: int, task: dict) -> dict:
     return metrics
 
 
+def _mean_std_or_dash(values: pd.Series) -> str:
+    """mean ± std of a metric only some objectives have ("-" where any seed lacks it)."""
+    return format_mean_std(values.astype(float)) if values.notna().all() else "-"
+
+
 def summarize_text(jobs, config: TextConfig) -> Result:
     frame = pd.DataFrame([{**{k: v for k, v in j.metrics.items() if k != "corpus_sha1"}, "seed": j.seed}
                           for j in jobs])
@@ -493,11 +505,9 @@ def summarize_text(jobs, config: TextConfig) -> Result:
     for o, f in by.items():
         table.append({"objective": o, "val CE (nats/char)": format_mean_std(f.val_ce),
                       "NDCG@10 NTP logits": format_mean_std(f.ndcg_ntp_logits),
-                      "NDCG@10 TOP head": (format_mean_std(f.ndcg_top_head.astype(float))
-                                           if f.ndcg_top_head.notna().all() else "-"),
+                      "NDCG@10 TOP head": _mean_std_or_dash(f.ndcg_top_head),
                       "graded NDCG@10 NTP logits": format_mean_std(f.ndcg_graded_ntp_logits),
-                      "graded NDCG@10 TOP head": (format_mean_std(f.ndcg_graded_top_head.astype(float))
-                                                  if f.ndcg_graded_top_head.notna().all() else "-"),
+                      "graded NDCG@10 TOP head": _mean_std_or_dash(f.ndcg_graded_top_head),
                       "steps/s": f"{f.steps_per_second.mean():.2f}", "params": int(f.n_params.iloc[0]),
                       "seeds": len(f)})
     claims = []
@@ -604,9 +614,9 @@ STAR_QUICK = StarConfig(steps=40, mtp_steps=20, n_train=2000, n_test=200, n_eval
 STAR_FULL = StarConfig()
 STAR_LONG = StarConfig(graphs=("2-4-12", "2-5-20"), objectives=("ntp", "top"), steps=30_000,
                        eval_every=1000)
-STAR_LONG_QUICK = StarConfig(objectives=("ntp", "top", "top_shuffled", "top_unrelated"), steps=30, n_train=2000,
-                             n_test=200, n_eval_curve=200, eval_every=15, batch_size=32,
-                             n_layer=2, n_embd=48)
+STAR_LONG_QUICK = StarConfig(objectives=("ntp", "top", "top_shuffled", "top_unrelated"), steps=30,
+                             n_train=2000, n_test=200, n_eval_curve=200, eval_every=15,
+                             batch_size=32, n_layer=2, n_embd=48)
 TEXT_QUICK = TextConfig(steps=30, seq_len=64, batch_size=8, n_layer=2, n_embd=64, n_val_rows=32)
 TEXT_FULL = TextConfig()
 SCALING_QUICK = ScalingConfig(lengths=(128, 256, 512), repeats=3, step_repeats=3, step_batch=8,
