@@ -106,6 +106,10 @@ class Claim:
         never passes.
     note : str, optional
         Anything a reader needs to interpret the number.
+    incomplete : bool, optional
+        The claim's measurement is not finished (for example a mean over three seeds of
+        which one has run). An incomplete claim never passes; its verdict reads
+        "INCOMPLETE", not "FAIL".
     """
 
     name: str
@@ -114,15 +118,22 @@ class Claim:
     bar: str
     passed: bool
     note: str = ""
+    incomplete: bool = False
 
     def __post_init__(self) -> None:
-        self.passed = bool(self.passed)
+        self.incomplete = bool(self.incomplete)
+        self.passed = bool(self.passed) and not self.incomplete
         if isinstance(self.measured, (np.floating, np.integer)):
             self.measured = self.measured.item()
 
     @property
     def measured_text(self) -> str:
         return _fmt(self.measured)
+
+    @property
+    def verdict(self) -> str:
+        """``"PASS"``, ``"FAIL"`` or ``"INCOMPLETE"``."""
+        return "INCOMPLETE" if self.incomplete else ("PASS" if self.passed else "FAIL")
 
     # -- constructors for the common bar shapes --------------------------------------
     @classmethod
