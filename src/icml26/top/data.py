@@ -6,7 +6,8 @@
   ``Next-Token-Failures`` code (spec §5) and carries exact ground truth.
 * :func:`load_stdlib_corpus` + :class:`CharTokenizer` — English prose shipped with Python
   itself (the language reference topics and stdlib docstrings), so the text LM needs no
-  download. :func:`corpus_sha1` fingerprints it for the results.
+  download. :func:`corpus_sha1` fingerprints it for the results. These come from
+  :mod:`icml26.zoo.corpus`, shared with the other language-model methods.
 
 References
 ----------
@@ -16,20 +17,13 @@ next-token prediction", ICML 2024.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import inspect
-import io
-import contextlib
-import string
-import sys
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from icml26.core.validation import check_int
+from icml26.zoo.corpus import CharTokenizer, corpus_sha1, load_stdlib_corpus, split_corpus
 
 __all__ = ["StarGraphDataset", "make_star_graph_dataset", "evaluate_star_graph",
            "load_stdlib_corpus", "corpus_sha1", "CharTokenizer", "split_corpus"]
@@ -201,127 +195,6 @@ def evaluate_star_graph(model, dataset: StarGraphDataset, batch_size: int = 256)
 
 
 # -- stdlib text corpus ---------------------------------------------------------------
-
-# Modules with import-time side effects (browser, prints, GUI, network) or huge trees.
-_SKIP_MODULES = frozenset({
-    "antigravity", "this", "idlelib", "turtle", "turtledemo", "tkinter", "lib2to3",
-    "ensurepip", "venv", "pydoc_data", "test", "msilib", "winreg", "winsound", "_msi",
-    "nt", "msvcrt", "_winapi", "asyncio.windows_events", "curses", "readline", "sre_compile",
-    "sre_constants", "sre_parse", "crypt", "nis", "spwd", "ossaudiodev", "sqlite3",
-})
-
-
-def _public_docstrings(module) -> list:
-    docs = [inspect.getdoc(module)]
-    for name in sorted(getattr(module, "__all__", None) or dir(module)):
-        if name.startswith("_"):
-            continue
-        obj = getattr(module, name, None)
-        if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
-            continue
-        if getattr(obj, "__module__", None) != module.__name__:
-            continue
-        docs.append(inspect.getdoc(obj))
-        if inspect.isclass(obj):
-            for attr in sorted(vars(obj)):
-                if not attr.startswith("_") and callable(vars(obj)[attr]):
-                    docs.append(inspect.getdoc(vars(obj)[attr]))
-    return docs
-
-
-def load_stdlib_corpus(python_docs: bool = True, docstrings: bool = True) -> str:
-    """English prose that ships with Python: language-reference topics + stdlib docstrings.
-
-    Deterministic for a given Python build: sorted topics and module names, duplicate
-    texts dropped, pieces joined by blank lines. Record :func:`corpus_sha1` of the result.
-
-    Parameters
-    ----------
-    python_docs : bool
-        Include ``pydoc_data.topics.topics`` (the language reference, ~465k chars).
-    docstrings : bool
-        Include ``inspect.getdoc`` of public stdlib modules, classes and functions.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> len(load_stdlib_corpus(docstrings=False)) > 100_000
-    True
-    """
-    if not (python_docs or docstrings):
-        raise ValueError("at least one of python_docs, docstrings must be True")
-    pieces, seen = [], set()
-
-    def add(text):
-        if text and text.strip() and text not in seen:
-            seen.add(text)
-            pieces.append(text.strip())
-
-    if python_docs:
-        from pydoc_data.topics import topics
-        for key in sorted(topics):
-            add(topics[key])
-    if docstrings:
-        for name in sorted(sys.stdlib_module_names):
-            if name.startswith("_") or name in _SKIP_MODULES:
-                continue
-            try:
-                with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                    warnings.simplefilter("ignore")
-                    module = importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - modules absent from this build are skipped
-                continue
-            for doc in _public_docstrings(module):
-                add(doc)
-    return "\n\n".join(pieces)
-
-
-def corpus_sha1(text: str) -> str:
-    """SHA-1 hex digest of the UTF-8 text (recorded with every E2 result)."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
-
-def split_corpus(ids: np.ndarray, fractions=(0.9, 0.05, 0.05)) -> tuple:
-    """Contiguous train/validation/test blocks (90/5/5 by default)."""
-    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9 or min(fractions) <= 0:
-        raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
-    n = len(ids)
-    a = int(n * fractions[0])
-    b = a + int(n * fractions[1])
-    return ids[:a], ids[a:b], ids[b:]
-
-
-class CharTokenizer:
-    """Character tokenizer over a fixed alphabet (default: ``string.printable``, V = 100).
-
-    Characters outside the alphabet map to ``unknown`` (default ``"?"``).
-
-    Examples
-    --------
-    >>> tok = CharTokenizer()
-    >>> tok.decode(tok.encode("hé!"))
-    'h?!'
-    """
-
-    def __init__(self, alphabet: str = string.printable, unknown: str = "?"):
-        if len(set(alphabet)) != len(alphabet) or len(alphabet) < 2:
-            raise ValueError("alphabet must hold at least 2 distinct characters")
-        if unknown not in alphabet:
-            raise ValueError(f"unknown={unknown!r} must be in the alphabet")
-        self.alphabet = alphabet
-        self.unknown = unknown
-        self._index = {c: i for i, c in enumerate(alphabet)}
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.alphabet)
-
-    def encode(self, text: str) -> np.ndarray:
-        unk = self._index[self.unknown]
-        return np.fromiter((self._index.get(c, unk) for c in text), dtype=np.int64, count=len(text))
-
-    def decode(self, ids) -> str:
-        return "".join(self.alphabet[int(i)] for i in ids)
+# The corpus, its fingerprint, the split and the char tokenizer live in icml26.zoo.corpus
+# (shared with the other language-model methods); re-exported here unchanged. TOP builds the
+# corpus in-process (load_stdlib_corpus), which is the text its recorded SHA-1 describes.
