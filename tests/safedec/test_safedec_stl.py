@@ -40,6 +40,37 @@ def test_always_eventually_match_brute_force(a, b):
             assert f[r, t] == _brute_window(trace[r, :, 0], t, a, b, "max")
 
 
+@pytest.mark.parametrize("n,a,b", [(1, 0, 0), (9, 0, 8), (10, 3, 3), (17, 2, 6), (17, 0, 16),
+                                   (23, 5, 40), (31, 7, 11), (64, 0, 63)])
+@pytest.mark.parametrize("kind", ["min", "max"])
+def test_sliding_window_equals_direct_reduction(n, a, b, kind):
+    """The O(N) van Herk/Gil-Werman window equals the O(N·W) one, values and torch gradients."""
+    from icml26.safedec.stl import _window_reduce, _window_reduce_direct
+
+    rng = np.random.default_rng(n + a + b)
+    rho = rng.normal(size=(3, n))
+    rho[0, ::3] = 0.25                                    # ties
+    np.testing.assert_array_equal(_window_reduce(rho, a, b, kind),
+                                  _window_reduce_direct(rho, a, b, kind))
+    fast = torch.tensor(rho[1:], requires_grad=True)
+    slow = torch.tensor(rho[1:], requires_grad=True)
+    weights = torch.tensor(rng.normal(size=(2, n)))
+    out_fast, out_slow = _window_reduce(fast, a, b, kind), _window_reduce_direct(slow, a, b, kind)
+    torch.testing.assert_close(out_fast, out_slow, rtol=0, atol=0)
+    finite = torch.isfinite(out_slow)
+    (out_fast[finite] * weights[finite]).sum().backward()
+    (out_slow[finite] * weights[finite]).sum().backward()
+    torch.testing.assert_close(fast.grad, slow.grad, rtol=0, atol=1e-12)  # summation order only
+
+
+def test_bounded_window_gradcheck():
+    from icml26.safedec.stl import _window_reduce
+
+    z = torch.tensor(np.random.default_rng(5).normal(size=(2, 13)), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: _window_reduce(v, 1, 5, "min")[..., :8], (z,))
+    assert torch.autograd.gradcheck(lambda v: _window_reduce(v, 0, 12, "max"), (z,))
+
+
 @pytest.mark.parametrize("a,b", [(0, None), (0, 3), (1, 4), (2, 2)])
 def test_until_matches_brute_force(a, b):
     rng = np.random.default_rng(1)

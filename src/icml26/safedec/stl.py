@@ -143,8 +143,56 @@ def _reverse_cum(x, kind: str):
     return ufunc.accumulate(x[..., ::-1], axis=-1)[..., ::-1]
 
 
+def _block_cum(x, width: int, kind: str, reverse: bool):
+    """Running min/max inside consecutive blocks of ``width`` samples along the last axis.
+
+    ``x.shape[-1]`` is a multiple of ``width``; ``reverse`` runs each block back to front.
+    Reversing the whole axis reverses the block order and each block's order at once, so
+    the backward pass is one forward pass over a reversed view (NumPy: no copies).
+    """
+    shape = tuple(x.shape)
+    blocks = shape[:-1] + (shape[-1] // width, width)
+    if _is_torch(x):
+        import torch
+
+        src = torch.flip(x, dims=[-1]) if reverse else x
+        fn = torch.cummin if kind == "min" else torch.cummax
+        acc = fn(src.reshape(blocks), dim=-1).values.reshape(shape)
+        return torch.flip(acc, dims=[-1]) if reverse else acc
+    ufunc = np.minimum if kind == "min" else np.maximum
+    src = x[..., ::-1] if reverse else x
+    acc = ufunc.accumulate(src.reshape(blocks), axis=-1).reshape(shape)
+    return acc[..., ::-1] if reverse else acc
+
+
+def _sliding_reduce(x, width: int, n_out: int, kind: str, empty: float):
+    """out[t] = min/max(x[t : t+width]) for t < n_out, in O(len(x)) for any width.
+
+    The van Herk / Gil-Werman algorithm, vectorised: cut ``x`` into blocks of ``width``
+    samples, take the running reduction forward (g) and backward (h) inside each block;
+    a window starting at ``t`` covers the tail of one block and the head of the next, so
+    ``out[t] = combine(h[t], g[t + width − 1])``. Each output is one reduction of two
+    entries of ``x``, so values (and torch gradients) equal the direct window reduction.
+    """
+    if width == 1:
+        return x[..., :n_out]
+    n_blocks = -(-(n_out + width - 1) // width)
+    length = n_blocks * width
+    x = x[..., :length]
+    if x.shape[-1] < length:
+        x = _cat_time([x, _full_like_time(x, length - x.shape[-1], empty)])
+    g = _block_cum(x, width, kind, reverse=False)
+    h = _block_cum(x, width, kind, reverse=True)
+    combine = _minimum if kind == "min" else _maximum
+    return combine(h[..., :n_out], g[..., width - 1:width - 1 + n_out])
+
+
 def _window_reduce(rho, a: int, b: int | None, kind: str):
-    """out[t] = min/max over t' in [t+a, t+b] ∩ [0, N−1] of rho[t']; empty window → ±inf."""
+    """out[t] = min/max over t' in [t+a, t+b] ∩ [0, N−1] of rho[t']; empty window → ±inf.
+
+    O(N) for any window: a suffix reduction when ``b`` is None, a sliding-window
+    reduction (:func:`_sliding_reduce`) otherwise.
+    """
     n = rho.shape[-1]
     empty = np.inf if kind == "min" else -np.inf
     if b is None:
@@ -154,9 +202,20 @@ def _window_reduce(rho, a: int, b: int | None, kind: str):
     if a > b:
         return _full_like_time(rho, n, empty)
     padded = _cat_time([rho, _full_like_time(rho, b + 1, empty)])
+    return _sliding_reduce(padded[..., a:], b - a + 1, n, kind, empty)
+
+
+def _window_reduce_direct(rho, a: int, b: int | None, kind: str):
+    """The O(N·W) reference of :func:`_window_reduce` (one shifted copy per offset); tests only."""
+    n = rho.shape[-1]
+    empty = np.inf if kind == "min" else -np.inf
+    last = n - 1 if b is None else min(b, n - 1)
+    if a > last:
+        return _full_like_time(rho, n, empty)
+    padded = _cat_time([rho, _full_like_time(rho, last + 1, empty)])
     combine = _minimum if kind == "min" else _maximum
     out = padded[..., a:a + n]
-    for k in range(a + 1, b + 1):
+    for k in range(a + 1, last + 1):
         out = combine(out, padded[..., k:k + n])
     return out
 
