@@ -13,7 +13,9 @@ from icml26.nl2repo.experiment import EXPERIMENT as EXP
             "E2 forgery: ours 0 vs official regex scorer 1.0", "E2 hang: timeout"]),
     ("E3", ["E3 finish at step", "E3 never finishing ⇒ step_limit"]),
     ("scaling", ["scaling: log-log slope", "scaling: oracle scores 1.0"])])
-def test_quick_part_claims_pass(part, expected):
+def test_quick_part_claims_pass(part, expected, request):
+    if part == "E2":   # E2's network and hidden-file claims need isolation (else: skip, stated)
+        request.getfixturevalue("isolated")
     outcome = run_part(EXP, part, quick=True, backend="joblib", jobs=2)
     claims = outcome.claims_by_name()
     for prefix in expected:

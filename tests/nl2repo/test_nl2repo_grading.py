@@ -144,12 +144,12 @@ def test_evaluate_rejects_bad_runs_and_tasks():
         evaluate([], AgentSpec(["true"]))
 
 
-def test_network_only_without_isolation():
+def test_network_only_without_isolation(isolated):
     from icml26.nl2repo import Limits
 
     task = builtin_tasks(["kvlog"])[0]
     with pytest.raises(ValueError, match="network"):
-        grade(task, task.reference_dir, sandbox="bwrap", limits=Limits(network=True))
+        grade(task, task.reference_dir, sandbox=isolated, limits=Limits(network=True))
 
 
 def test_results_summary_and_bootstrap():
@@ -192,10 +192,11 @@ def test_grade_requires_folder(tmp_path):
         grade(task, tmp_path / "missing", sandbox="none")
 
 
-def test_empty_workspace_is_no_output_without_install(tmp_path):
+def test_empty_workspace_is_no_output_without_install(isolated, tmp_path):
     task = builtin_tasks(["kvlog"])[0]
     (tmp_path / "notes.txt").write_text("nothing")
-    report = grade(task, tmp_path, sandbox="bwrap")
+    report = grade(task, tmp_path, sandbox=isolated)
+    assert report.isolation == isolated
     assert (report.score, report.label, report.install_ok) == (0.0, "no_output", False)
     assert set(report.outcomes.values()) == {"missing"}
 
@@ -208,7 +209,7 @@ def test_step_tools_cannot_escape_workspace(tmp_path):
         _safe_path(tmp_path, "../outside.py")
 
 
-def test_manifest_mismatch_lists_failing_ids(tmp_path):
+def test_manifest_mismatch_lists_failing_ids(isolated, tmp_path):
     from icml26.nl2repo import ManifestMismatchError, check_manifest
     from icml26.nl2repo.data import make_scaling_task
 
@@ -216,7 +217,7 @@ def test_manifest_mismatch_lists_failing_ids(tmp_path):
     core = task.reference_dir / "scalepkg" / "core.py"
     core.write_text("def value(i):\n    return i + 1 if i != 2 else 0\n")  # drifted environment
     with pytest.raises(ManifestMismatchError, match=r"test_value\[2\]") as info:
-        check_manifest(task, sandbox="bwrap")
+        check_manifest(task, sandbox=isolated)
     assert info.value.failing == ["test_core.py::test_value[2]"]
 
 
@@ -228,16 +229,60 @@ def test_official_commands_split_into_setup_and_env():
     assert setup == ["echo 1.0 > pkg/VERSION"] and env == {"PYTHONHASHSEED": "0"}
 
 
-def test_agent_phase_cannot_see_hidden_task_assets(tmp_path):
+def test_agent_phase_cannot_see_hidden_task_assets(isolated, tmp_path):
     from icml26.nl2repo import run_agent, tasks_root
 
     task = builtin_tasks(["kvlog"])[0]
     script = (f"ls -A {tasks_root()} | wc -l > seen.txt; cat {task.tests_dir}/test_store.py "
               "> leaked.txt 2>/dev/null; ls > listing.txt")
-    run = run_agent(task, AgentSpec(["sh", "-c", script]), tmp_path / "run", sandbox="bwrap")
+    run = run_agent(task, AgentSpec(["sh", "-c", script]), tmp_path / "run", sandbox=isolated)
     ws = tmp_path / "run" / "workspace"
-    assert run.returncode == 0 and run.isolation == "bwrap"
+    assert run.returncode == 0 and run.isolation == isolated
     assert (ws / "seen.txt").read_text().strip() == "0"
     assert (ws / "leaked.txt").read_text() == ""
     assert (ws / "listing.txt").read_text().split() == ["REQUIREMENTS.md", "leaked.txt", "listing.txt",
                                                        "seen.txt"]
+
+
+def _solution_agent(folder, task) -> None:
+    """A standalone ``my_agent.py`` in ``folder`` that writes ``task``'s reference solution."""
+    ref = task.reference_dir
+    files = {p.relative_to(ref).as_posix(): p.read_text() for p in ref.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    (folder / "my_agent.py").write_text(
+        "import os, pathlib\n"
+        f"FILES = {files!r}\n"
+        "ws = pathlib.Path(os.environ['NL2REPO_WORKSPACE'])\n"
+        "for rel, text in FILES.items():\n"
+        "    (ws / rel).parent.mkdir(parents=True, exist_ok=True)\n"
+        "    (ws / rel).write_text(text)\n")
+
+
+def test_agent_script_relative_to_caller_and_under_tmp(isolated, tmp_path, monkeypatch):
+    """`python my_agent.py` from the caller's folder, and an absolute script under /tmp, both grade."""
+    task = builtin_tasks(["kvlog"])[0]
+    _solution_agent(tmp_path, task)
+    monkeypatch.chdir(tmp_path)
+    spec = AgentSpec([sys.executable, "my_agent.py"])
+    assert spec.argv[1] == str(tmp_path / "my_agent.py")       # resolved in the caller's folder
+    assert str(tmp_path).startswith("/tmp/") and spec.binds[-1] == tmp_path / "my_agent.py"
+    monkeypatch.chdir("/")
+    res = evaluate([task], spec, sandbox=isolated)
+    rec = res.records[0]
+    assert (rec["score"], rec["label"], rec["isolation"]) == (1.0, "complete", isolated)
+
+
+def test_agent_script_that_does_not_exist_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="my_agent.py.*not found.*current directory"):
+        AgentSpec([sys.executable, "my_agent.py"])
+    with pytest.raises(ValueError, match="not found"):
+        AgentSpec(["sh", "-e", "no_such_script.sh"])
+    assert AgentSpec([sys.executable, "-c", "print(1)"]).argv[1:] == ["-c", "print(1)"]
+
+
+def test_silent_nonzero_exit_warns(isolated):
+    task = builtin_tasks(["kvlog"])[0]
+    with pytest.warns(RuntimeWarning, match="exited with status 3 and left no output.*boom"):
+        res = evaluate([task], AgentSpec(["sh", "-c", "echo boom >&2; exit 3"]), sandbox=isolated)
+    assert res.records[0]["label"] == "no_output" and "status 3" in res.records[0]["agent_warning"]

@@ -5,6 +5,10 @@ Examples
 icml26 nl2repo evaluate --task csvq --agent oracle
 icml26 nl2repo evaluate --task ./my_task --agent 'python my_agent.py --model local' --runs 3
 icml26 nl2repo evaluate --task kvlog --agent 'control:forgery' --out results.json
+
+The agent command is resolved in the current directory before grading starts (the agent
+then runs in its workspace): ``python my_agent.py`` finds ./my_agent.py, and a command or
+script that cannot be found is refused with exit status 2.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -79,12 +84,16 @@ def evaluate(
             for t in tasks:
                 if t.reference_dir is not None:
                     check_manifest(t, sandbox=sandbox)
-        results = run_evaluate(tasks, spec, runs=runs, sandbox=sandbox, limits=limits, out=out)
+        with warnings.catch_warnings():   # printed below, once per run, on stderr
+            warnings.filterwarnings("ignore", message="nl2repo: agent ", category=RuntimeWarning)
+            results = run_evaluate(tasks, spec, runs=runs, sandbox=sandbox, limits=limits, out=out)
     except (ValueError, TypeError, TaskFormatError, SandboxUnavailable) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
     summary = results.summary()
     for rec in results.records:
+        if rec.get("agent_warning"):
+            typer.echo(f"warning: {rec['agent_warning']}", err=True)
         typer.echo(f"{rec['task_id']:<12} run {rec['run']}  score {rec['score']:.4f}  "
                    f"label {rec['label']:<18} passed {rec['n_passed']}/{rec['n_total']}  "
                    f"isolation {rec['isolation']}")

@@ -27,6 +27,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -60,9 +61,49 @@ CANARY_FAIL, CANARY_ERROR = 3, 1
 
 # -- agents ------------------------------------------------------------------------------
 
+# Interpreters whose first non-option argument is a script, and their flags that mean
+# "no script file" (code on the command line or stdin).
+_INTERPRETERS = ((re.compile(r"^(python|pypy)[0-9.]*$"), frozenset({"-c", "-m", "-"})),
+                 (re.compile(r"^(sh|bash|dash|zsh|ksh)$"), frozenset({"-c", "-s", "-"})),
+                 (re.compile(r"^(node|nodejs)$"), frozenset({"-e", "--eval", "-p", "--print", "-"})),
+                 (re.compile(r"^(perl|ruby)$"), frozenset({"-e", "-E", "-"})))
+_FLAGS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})   # python options taking a value
+_PRIVATE_MOUNTS = (Path("/tmp"), Path("/dev/shm"))
+
+
+def _script_arg(argv: list) -> int | None:
+    """Index of the script an interpreter command runs (``python my_agent.py``), if any."""
+    name = Path(argv[0]).name
+    no_script = next((flags for pattern, flags in _INTERPRETERS if pattern.match(name)), None)
+    if no_script is None:
+        return None
+    skip = False
+    for i, arg in enumerate(argv[1:], 1):
+        if skip:
+            skip = False
+        elif arg in no_script:
+            return None
+        elif arg in _FLAGS_WITH_VALUE and name.startswith(("python", "pypy")):
+            skip = True
+        elif not arg.startswith("-"):
+            return i
+    return None
+
+
 @dataclass
 class AgentSpec:
     """Any agent: a command run in the workspace, or a JSON-lines step-protocol driver.
+
+    The command is resolved **in the caller's directory when the spec is built**, because
+    the agent later runs with the workspace as its working directory and a private
+    ``/tmp``: ``argv[0]`` becomes an absolute path (looked up on ``PATH`` or relative to
+    the current directory), every later argument that names an existing file relative to
+    the current directory is made absolute, and each such file (and ``argv[0]``) is bound
+    read-only at the same path inside the sandbox, so ``AgentSpec(["python",
+    "my_agent.py"])`` and ``/tmp/agent.py`` both work. Only the named files are bound, not
+    their folders; ship anything else the agent needs with ``data``. An interpreter
+    command whose script does not exist (``python missing.py``) is refused here, before
+    any grading starts.
 
     Parameters
     ----------
@@ -81,6 +122,18 @@ class AgentSpec:
     name : str
         Label used in results (default: ``argv[0]``'s name).
 
+    Attributes
+    ----------
+    binds : list of Path
+        The files named by ``argv`` that the sandbox would otherwise hide (those under
+        ``/tmp`` or ``/dev/shm``), bound read-only at the same path.
+
+    Raises
+    ------
+    ValueError
+        When ``argv[0]`` is not an executable (on ``PATH`` or as a path), or an
+        interpreter's script argument does not exist; the message names it.
+
     Examples
     --------
     >>> AgentSpec(["python3", "-c", "print('hi')"]).name
@@ -92,6 +145,7 @@ class AgentSpec:
     protocol: str = "subprocess"
     data: Path | None = None
     name: str = ""
+    binds: list = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.argv, (list, tuple)) or not self.argv:
@@ -100,11 +154,33 @@ class AgentSpec:
             raise ValueError(f"argv must contain only str, got {self.argv!r}")
         self.argv = list(self.argv)
         exe = self.argv[0]
+        if not self.name:
+            self.name = Path(exe).name
         if os.sep in exe:
-            if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-                raise ValueError(f"argv[0] {exe!r} is not an executable file")
-        elif shutil.which(exe) is None:
-            raise ValueError(f"argv[0] {exe!r} was not found on PATH")
+            path = Path(exe).absolute()
+            if not (path.is_file() and os.access(path, os.X_OK)):
+                raise ValueError(f"argv[0] {exe!r} is not an executable file "
+                                 f"(resolved against {Path.cwd()})")
+        else:
+            found = shutil.which(exe)
+            if found is None:
+                raise ValueError(f"argv[0] {exe!r} was not found on PATH")
+            path = Path(found).absolute()
+        self.argv[0] = str(path)
+        named = [path]
+        script = _script_arg(self.argv)
+        for i, arg in enumerate(self.argv[1:], 1):
+            candidate = Path(arg).expanduser()
+            if arg.startswith("-") or not candidate.is_file():
+                if i == script:
+                    raise ValueError(f"agent script {arg!r} (argv[{i}]) was not found: a relative "
+                                     f"path is resolved against the current directory "
+                                     f"{Path.cwd()}, where the agent command is built")
+                continue
+            self.argv[i] = str(candidate.absolute())
+            named.append(candidate.absolute())
+        # The sandbox shows the host read-only except its private /tmp and /dev/shm.
+        self.binds = [p for p in named if any(d in p.parents for d in _PRIVATE_MOUNTS)]
         if self.protocol not in ("subprocess", "steps"):
             raise ValueError(f"protocol must be 'subprocess' or 'steps', got {self.protocol!r}")
         if not isinstance(self.env, dict) or not all(
@@ -112,8 +188,6 @@ class AgentSpec:
             raise ValueError("env must map str to str")
         if self.data is not None and not Path(self.data).is_dir():
             raise ValueError(f"data must be an existing folder, got {self.data}")
-        if not self.name:
-            self.name = Path(exe).name
 
 
 @dataclass
@@ -206,7 +280,7 @@ def run_agent(task: Task, agent: AgentSpec, workdir, *, limits: Limits | None = 
     for d in (ws, home, tmp):
         d.mkdir(parents=True, exist_ok=False)
     shutil.copyfile(task.requirements, ws / "REQUIREMENTS.md")
-    ro = []
+    ro = list(agent.binds)
     data = workdir / "agent_data"
     if agent.data is not None:
         shutil.copytree(agent.data, data, symlinks=True)
@@ -893,6 +967,17 @@ def run_record(task: Task, agent: AgentSpec, run: AgentRun, report: GradeReport)
     return rec
 
 
+def _silent_failure(task: Task, agent: AgentSpec, run: AgentRun, report: GradeReport) -> str:
+    """A warning when the agent exited non-zero and left nothing to grade ('' otherwise)."""
+    if run.returncode in (0, None) or run.timed_out or report.label != "no_output":
+        return ""
+    tail = run.stderr.strip().splitlines()[-3:]
+    return (f"nl2repo: agent {agent.name!r} exited with status {run.returncode} and left no output "
+            f"on task {task.id!r} (score 0): " +
+            ("its stderr ends: " + " | ".join(tail) if tail else "it wrote nothing to stderr") +
+            f"; command: {shlex.join(agent.argv)}")
+
+
 def evaluate(tasks, agent, *, runs: int = 1, sandbox="auto", limits: Limits | None = None,
              out=None, keep_dir=None) -> Results:
     """Run ``agent`` on every task ``runs`` times and grade each run.
@@ -944,6 +1029,10 @@ def evaluate(tasks, agent, *, runs: int = 1, sandbox="auto", limits: Limits | No
                                agent_run=run, workdir=root / "grade")
                 rec = run_record(task, spec, run, report)
                 rec["run"] = r
+                warning = _silent_failure(task, spec, run, report)
+                if warning:
+                    warnings.warn(warning, RuntimeWarning, stacklevel=2)
+                    rec["agent_warning"] = warning
                 results.records.append(rec)
                 if keep_dir is not None:
                     shutil.copytree(root / "agent" / "workspace",

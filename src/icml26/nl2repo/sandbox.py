@@ -385,19 +385,19 @@ class BwrapSandbox(_Base):
                "--gid", str(SANDBOX_UID), "--die-with-parent", "--new-session",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                "--tmpfs", "/dev/shm"]
-        for p in _runtime_paths():  # before the hidden paths, which mount over them
+        for p in _runtime_paths():
             cmd += ["--ro-bind", str(p), str(p)]
         if limits.network:
             cmd.append("--share-net")
-        for h in hidden_paths:
-            if h.is_dir():
-                cmd += ["--tmpfs", str(h)]
-            elif h.exists():
-                cmd += ["--ro-bind", "/dev/null", str(h)]
         for p in ro_paths:
             cmd += ["--ro-bind", str(p), str(p)]
         for p in rw_paths:
             cmd += ["--bind", str(p), str(p)]
+        for h in hidden_paths:  # last: nothing bound above can make a hidden path reappear
+            if h.is_dir():
+                cmd += ["--tmpfs", str(h)]
+            elif h.exists():
+                cmd += ["--ro-bind", "/dev/null", str(h)]
         cmd += ["--chdir", str(cwd), "--"]
         return cmd + list(argv)
 
@@ -407,19 +407,29 @@ set -e
 stage=/mnt
 mount -t tmpfs -o size=1m nl2repo-stage "$stage"
 i=0
-for p in $NL2REPO_RW; do i=$((i+1)); mkdir -p "$stage/rw$i"; mount --bind "$p" "$stage/rw$i"; done
-for p in $NL2REPO_RO; do i=$((i+1)); mkdir -p "$stage/ro$i"; mount --bind "$p" "$stage/ro$i"; done
-for p in $NL2REPO_HIDE; do if [ -d "$p" ]; then mount -t tmpfs -o ro,size=1k nl2repo-hidden "$p"; fi; done
+for p in $NL2REPO_SYS $NL2REPO_RO $NL2REPO_RW; do
+  i=$((i+1))
+  if [ -d "$p" ]; then mkdir -p "$stage/$i"; else : > "$stage/$i"; fi
+  mount --bind "$p" "$stage/$i"
+done
 mount -t tmpfs nl2repo-tmp /tmp
-for p in $NL2REPO_HIDE; do case "$p" in /tmp/*) mkdir -p "$p";; esac; done
 mount -t tmpfs nl2repo-shm /dev/shm 2>/dev/null || true
+# Bind back in order: runtime (read-only), extra read-only paths, writable paths; then the
+# hidden paths, last, so that nothing bound above makes one reappear.
 i=0
-for p in $NL2REPO_RW; do i=$((i+1)); mkdir -p "$p"; mount --bind "$stage/rw$i" "$p"; done
-for p in $NL2REPO_RO; do i=$((i+1)); mkdir -p "$p"; mount --bind "$stage/ro$i" "$p"; mount -o remount,bind,ro "$p"; done
-for p in $NL2REPO_HIDE; do if [ -d "$p" ]; then mount -t tmpfs -o ro,size=1k nl2repo-hidden "$p"; fi; done
+for p in $NL2REPO_SYS $NL2REPO_RO $NL2REPO_RW; do
+  i=$((i+1))
+  if [ -d "$stage/$i" ]; then mkdir -p "$p"; else mkdir -p "$(dirname "$p")"; [ -e "$p" ] || : > "$p"; fi
+  mount --bind "$stage/$i" "$p"
+done
+for p in $NL2REPO_HIDE_DIRS; do mkdir -p "$p"; mount -t tmpfs -o ro,size=1k nl2repo-hidden "$p"; done
+for p in $NL2REPO_HIDE_FILES; do
+  mkdir -p "$(dirname "$p")"; [ -e "$p" ] || : > "$p"; mount --bind /dev/null "$p"
+done
+for p in $NL2REPO_SYS $NL2REPO_RO; do mount -o remount,bind,ro "$p"; done
 mount -o remount,bind,ro /
 cd "$NL2REPO_CWD"
-unset NL2REPO_RW NL2REPO_RO NL2REPO_HIDE NL2REPO_CWD
+unset NL2REPO_SYS NL2REPO_RW NL2REPO_RO NL2REPO_HIDE_DIRS NL2REPO_HIDE_FILES NL2REPO_CWD
 exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
 """
 
@@ -447,9 +457,21 @@ class UnshareSandbox(_Base):
                  "--kill-child", "--mount-proc", "--propagation", "private"]
         if not limits.network:
             flags.append("--net")
+        # A path inside a hidden folder is hidden already (and its read-only tmpfs could not
+        # hold a mount point for it).
+        dirs = [h for h in hidden_paths if h.is_dir()]
+        hide_dirs = [h for h in dirs if not any(d != h and d in h.parents for d in dirs)]
+
+        def inside(h):
+            return any(d in h.parents for d in hide_dirs)
+
         self._env_extra = {"NL2REPO_RW": " ".join(map(str, rw_paths)),
-                           "NL2REPO_HIDE": " ".join(map(str, hidden_paths)),
-                           "NL2REPO_RO": " ".join(map(str, [*_runtime_paths(), *ro_paths])),
+                           "NL2REPO_HIDE_DIRS": " ".join(map(str, hide_dirs)),
+                           "NL2REPO_HIDE_FILES": " ".join(str(h) for h in hidden_paths
+                                                          if h.exists() and not h.is_dir()
+                                                          and not inside(h)),
+                           "NL2REPO_SYS": " ".join(map(str, _runtime_paths())),
+                           "NL2REPO_RO": " ".join(map(str, ro_paths)),
                            "NL2REPO_CWD": str(cwd)}
         return flags + ["/bin/sh", "-c", _UNSHARE_SETUP, "nl2repo-sandbox", *argv]
 
