@@ -25,7 +25,11 @@ demo: $(STAMP)
 	$(VENV)/bin/icml26 reproduce --quick --jobs $(JOBS) --out $(DEMO_DIR) || [ $$? -eq 1 ]
 	@echo "report: $(abspath $(DEMO_DIR))/index.html"
 
+# nl2repo's sandbox tests run on bubblewrap or, without it, on util-linux `unshare`; they
+# skip (reason printed) only where neither can isolate. Nothing is installed system-wide.
 test: $(STAMP)
+	@command -v bwrap >/dev/null 2>&1 || echo "note: bubblewrap (bwrap) not found: nl2repo's \
+	sandbox tests use unshare instead; 'apt-get install bubblewrap' adds the bwrap backend"
 	$(PY) -m pytest
 
 clean:
