@@ -4,7 +4,13 @@
 ``write_report`` saves figures and ``results.json`` and then renders the two documents
 *from* ``results.json``; ``render_report(DIR)`` re-renders an existing report the same
 way, so both paths produce identical pages. Every file is written to a temporary name
-and renamed into place, so an interrupted run never leaves a half-written file.
+and renamed into place (mode 0644 under the usual umask), so an interrupted run never
+leaves a half-written file.
+
+A report records what was run: the command line (``--exp``, ``--set``, ``--seeds``,
+``--only``, ...), each part's config and seeds, package versions and the machine.
+Reusing a report folder replaces the previous report: the figures it listed and this run
+does not write are removed.
 """
 
 from __future__ import annotations
@@ -20,19 +26,48 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from .experiment import jsonable
+#: What a table shows for a value that is undefined for a row (no finite measurement).
+UNDEFINED = "—"
 
-__all__ = ["write_report", "render_report", "outcome_to_dict", "versions", "atomic_write_text"]
+
+def jsonable(obj):
+    """:func:`icml26.core.experiment.jsonable`, imported on first use (numpy is not needed
+    to render a report)."""
+    from .experiment import jsonable as convert
+
+    return convert(obj)
+
+__all__ = ["write_report", "render_report", "outcome_to_dict", "versions", "machine",
+           "atomic_write_text", "prepare_out_dir", "default_out_dir", "claim_counts",
+           "QUICK_CAVEAT"]
+
+#: What every quick-mode report and terminal run says about its verdicts.
+QUICK_CAVEAT = ("Quick mode is a smoke check: toy-scale configs show that every part runs end "
+                "to end, but the bars are the full runs' and many are not meaningful at this "
+                "scale (a sign test over two seeds, an under-trained network), so failures here "
+                "are expected. The verdicts that speak for the paper are those of the full runs "
+                "(`icml26 run <slug>`, recorded in each method README).")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
+    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename.
+
+    The file gets the mode a plain ``open(path, "w")`` would give (0644 under the usual
+    umask 022), not the 0600 of :func:`tempfile.mkstemp`.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -40,14 +75,76 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def default_out_dir() -> Path:
+    """``reports/<timestamp>``, the folder a run writes when ``--out`` is not given."""
+    return Path("reports") / _dt.datetime.now().strftime("%Y-%m-%d_%H%M%S")
+
+
+def prepare_out_dir(out_dir: str | Path | None) -> Path:
+    """Create the report folder and check that it can be written, before anything runs.
+
+    Raises
+    ------
+    OSError
+        With a message naming the folder, when it cannot be created or written.
+    """
+    out_dir = default_out_dir() if out_dir is None else Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=out_dir, prefix=".icml26-write-check.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OSError(f"cannot write the report folder {str(out_dir)!r}: "
+                      f"{exc.strerror or exc}") from exc
+    return out_dir
+
+
+def _package_names() -> list[str]:
+    """icml26's declared dependencies (core and every extra), by distribution name."""
+    from importlib import metadata
+
+    names = ["numpy", "scipy", "scikit-learn", "pandas", "torch", "matplotlib"]
+    try:
+        for req in metadata.requires("icml26") or []:
+            name = re.split(r"[\s<>=!~;\[(]", req, maxsplit=1)[0]
+            if name and name.lower() not in {"icml26", "pytest", "pytest-benchmark",
+                                             "pytest-timeout"} and name not in names:
+                names.append(name)
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        pass
+    return names
+
+
 def versions() -> dict:
-    """Versions of Python and the numeric stack, for results.json."""
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for name in ("numpy", "scipy", "sklearn", "pandas", "torch", "icml26"):
+    """Versions of Python, icml26 and every package it depends on (``None``: not installed).
+
+    Read from the installed distributions' metadata, so nothing is imported.
+    """
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ["icml26", *_package_names()]:
         try:
-            out[name] = __import__(name).__version__
-        except Exception:  # noqa: BLE001 - a missing package is recorded as such
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
             out[name] = None
+    return out
+
+
+def machine() -> dict:
+    """The machine a report was made on: OS, CPU, cores, memory, load average."""
+    out = {"platform": platform.platform(), "machine": platform.machine(),
+           "processor": platform.processor() or None, "cpu_count": os.cpu_count()}
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        out["memory_gib"] = round(pages * size / 2**30, 1)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        out["memory_gib"] = None
+    try:
+        out["load_average"] = [round(v, 2) for v in os.getloadavg()]
+    except (OSError, AttributeError):  # pragma: no cover
+        out["load_average"] = None
     return out
 
 
@@ -59,6 +156,12 @@ def _table_dict(frame) -> dict:
     frame = frame.reset_index(drop=not any(frame.index.names)) if frame.index.nlevels > 1 else frame
     return {"columns": [str(c) for c in frame.columns],
             "rows": jsonable(frame.astype(object).where(frame.notna(), None).values.tolist())}
+
+
+def _claim_dict(claim) -> dict:
+    d = claim.to_dict()
+    d["verdict"] = claim.verdict
+    return d
 
 
 def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
@@ -82,7 +185,7 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
             "seeds": list(p.seeds),
             "seconds": p.seconds,
             "passed": p.passed,
-            "claims": [c.to_dict() for c in p.result.claims],
+            "claims": [_claim_dict(c) for c in p.result.claims],
             "tables": {k: _table_dict(v) for k, v in p.result.tables.items()},
             "figures": figures,
             "notes": list(p.result.notes),
@@ -94,19 +197,46 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
             "seconds": outcome.seconds, "passed": outcome.passed, "parts": parts}
 
 
+def _listed_figures(out_dir: Path) -> set[str]:
+    """Figure files named by the results.json already in ``out_dir`` (if any)."""
+    try:
+        old = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {fname for e in old.get("experiments", []) for p in e.get("parts", [])
+            for fname in p.get("figures", {}).values() if isinstance(fname, str)}
+
+
 def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
-                 command: str = "") -> Path:
-    """Write ``results.json``, ``README.md``, ``index.html`` and figure PNGs; return the folder."""
-    if out_dir is None:
-        stamp = _dt.datetime.now().strftime("%Y-%m-%d_%H%M%S")
-        out_dir = Path("reports") / stamp
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+                 command: str = "", invocation: dict | None = None) -> Path:
+    """Write ``results.json``, ``README.md``, ``index.html`` and figure PNGs; return the folder.
+
+    Parameters
+    ----------
+    outcomes : list of ExperimentOutcome
+    out_dir : path, optional
+        Default ``reports/<timestamp>``. A previous report there is replaced, and the
+        figures it listed that this report does not write are deleted.
+    command : str
+        The command line that produced the outcomes (shown in both documents).
+    invocation : dict, optional
+        The parsed options of that command (``exp``, ``set``, ``seeds``, ``only``, ...),
+        recorded in ``results.json``.
+    """
+    out_dir = prepare_out_dir(out_dir)
+    stale = _listed_figures(out_dir)
+    experiments = [outcome_to_dict(o, out_dir) for o in outcomes]
+    written = {f for e in experiments for p in e["parts"] for f in p["figures"].values()}
+    for fname in sorted(stale - written):
+        if Path(fname).name == fname and fname.endswith(".png"):
+            (out_dir / fname).unlink(missing_ok=True)
     data = {
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
         "command": command,
+        "invocation": jsonable(invocation or {}),
         "versions": versions(),
-        "experiments": [outcome_to_dict(o, out_dir) for o in outcomes],
+        "machine": machine(),
+        "experiments": experiments,
     }
     atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1, allow_nan=False))
     render_report(out_dir)
@@ -125,24 +255,121 @@ def render_report(out_dir: str | Path) -> Path:
     return out_dir
 
 
-# -- rendering -----------------------------------------------------------------------
+# -- what the documents say ------------------------------------------------------------
+
+def _verdict_of(claim: dict) -> str:
+    if "verdict" in claim:
+        return claim["verdict"]
+    if claim.get("incomplete"):
+        return "INCOMPLETE"
+    return "PASS" if claim.get("passed") else "FAIL"
+
+
+def claim_counts(claims: Sequence[dict]) -> dict:
+    """``{"PASS": n, "FAIL": n, "INCOMPLETE": n}`` over claim dicts."""
+    counts = {"PASS": 0, "FAIL": 0, "INCOMPLETE": 0}
+    for c in claims:
+        counts[_verdict_of(c)] += 1
+    return counts
+
+
+def _claims(e: dict) -> list:
+    return [c for p in e["parts"] for c in p["claims"]]
+
+
+def _experiment_verdict(e: dict) -> str:
+    if e["passed"]:
+        return "PASS"
+    counts = claim_counts(_claims(e))
+    clean = not any(_failed_jobs(p) or p.get("summarize_error") for p in e["parts"])
+    return "INCOMPLETE" if clean and counts["FAIL"] == 0 and counts["INCOMPLETE"] else "FAIL"
+
+
+def _counts_text(claims: Sequence[dict]) -> str:
+    counts = claim_counts(claims)
+    text = f"{counts['PASS']}/{len(claims)} passed"
+    if counts["FAIL"]:
+        text += f", {counts['FAIL']} failed"
+    if counts["INCOMPLETE"]:
+        text += f", {counts['INCOMPLETE']} incomplete"
+    return text
+
+
+_NAN_TEXT = re.compile(r"^\s*(nan|none)(\s*±\s*\S+)?\s*$", re.IGNORECASE)
+
 
 def _cell(v) -> str:
+    if v is None:
+        return UNDEFINED
     if isinstance(v, float):
         return f"{v:.4g}"
-    return "" if v is None else str(v)
+    text = str(v)
+    return UNDEFINED if _NAN_TEXT.match(text) else text
 
 
 def _measured(claim: dict) -> str:
     v = claim["measured"]
     if isinstance(v, float):
         return f"{v:.4g}"
-    return "n/a" if v is None else str(v)
+    return _cell(v)
 
 
-def _verdict(passed: bool) -> str:
-    return "PASS" if passed else "FAIL"
+def _mode(e: dict) -> str:
+    return "quick" if e["quick"] else "full"
 
+
+def _failed_jobs(part: dict) -> list:
+    return [j for j in part["jobs"] if j["error"]]
+
+
+def _run_lines(data: dict) -> list[tuple[str, str]]:
+    """(label, text) pairs describing what was run and where."""
+    rows = []
+    if data.get("command"):
+        rows.append(("command", data["command"]))
+    inv = data.get("invocation") or {}
+    for key in ("exp", "only", "seeds", "set", "jobs", "scheduler", "quick"):
+        if inv.get(key) not in (None, [], {}, ""):
+            rows.append((f"--{key}", json.dumps(inv[key]) if isinstance(inv[key], (dict, list))
+                         else str(inv[key])))
+    m = data.get("machine") or {}
+    if m:
+        rows.append(("machine", ", ".join(str(x) for x in [
+            m.get("platform"), m.get("machine"), m.get("processor"),
+            f"{m.get('cpu_count')} cores" if m.get("cpu_count") else None,
+            f"{m.get('memory_gib')} GiB" if m.get("memory_gib") else None,
+            f"load average {m['load_average']}" if m.get("load_average") else None] if x)))
+    rows.append(("versions", ", ".join(f"{k} {v}" for k, v in data["versions"].items() if v)))
+    return rows
+
+
+def _failed_names(data: dict) -> list[tuple[str, str, str]]:
+    """(slug, claim name, verdict) of every claim that did not pass."""
+    return [(e["slug"], c["name"], _verdict_of(c)) for e in data["experiments"]
+            for c in _claims(e) if _verdict_of(c) != "PASS"]
+
+
+def _any_quick(data: dict) -> bool:
+    return any(e["quick"] for e in data["experiments"])
+
+
+def _claim_rows(p: dict) -> list:
+    return [[c["name"], c["paper"], _measured(c), c["bar"], _verdict_of(c)] for c in p["claims"]]
+
+
+_CLAIM_COLUMNS = ["claim", "paper", "measured", "bar", "verdict"]
+
+
+def figure_caption(name: str, slug: str, part: str) -> str:
+    """A caption in words for a figure named by an identifier (``e1_risk_vs_alpha``)."""
+    words = re.sub(r"[_]+", " ", name).strip()
+    words = re.sub(r"\s+", " ", words)
+    if words:
+        words = words[0].upper() + words[1:]
+    return f"{words} ({slug}, part {part})"
+
+
+# -- Markdown --------------------------------------------------------------------------
 
 def _md_table(columns, rows) -> str:
     def esc(s):
@@ -153,108 +380,171 @@ def _md_table(columns, rows) -> str:
     return "\n".join(lines)
 
 
-def _failed_jobs(part: dict) -> list:
-    return [j for j in part["jobs"] if j["error"]]
-
-
 def _markdown(data: dict) -> str:
     out = ["# icml26 reproduction report", "",
            f"Created {data['created']}" + (f" by `{data['command']}`" if data.get("command") else ""),
-           "", "Versions: " + ", ".join(f"{k} {v}" for k, v in data["versions"].items() if v), ""]
-    out += ["| paper | mode | claims passed | verdict | time (s) |", "|---|---|---|---|---|"]
+           ""]
+    if _any_quick(data):
+        out += [f"> **{QUICK_CAVEAT}**", ""]
+    out += ["| paper | mode | claims | verdict | time (s) |", "|---|---|---|---|---|"]
     for e in data["experiments"]:
-        claims = [c for p in e["parts"] for c in p["claims"]]
-        n_ok = sum(c["passed"] for c in claims)
-        out.append(f"| {e['slug']} | {'quick' if e['quick'] else 'full'} | {n_ok}/{len(claims)} "
-                   f"| {_verdict(e['passed'])} | {e['seconds']:.1f} |")
+        out.append(f"| [{e['slug']}](#{e['slug']}) | {_mode(e)} | {_counts_text(_claims(e))} "
+                   f"| {_experiment_verdict(e)} | {e['seconds']:.1f} |")
+    failed = _failed_names(data)
+    if failed:
+        out += ["", "Claims that did not pass:", ""]
+        out += [f"- {slug}: {name} ({verdict})" for slug, name, verdict in failed]
+    out += ["", "## What was run", ""]
+    out += [f"- {label}: `{text}`" if label == "command" else f"- {label}: {text}"
+            for label, text in _run_lines(data)]
     for e in data["experiments"]:
-        out += ["", f"## {e['slug']}: {e['title']}", "",
-                f"Mode: {'quick' if e['quick'] else 'full'} · wall time {e['seconds']:.1f} s", ""]
+        out += ["", f"<a id=\"{e['slug']}\"></a>", "", f"## {e['slug']}: {e['title']}", "",
+                f"Mode: {_mode(e)} · wall time {e['seconds']:.1f} s · claims "
+                f"{_counts_text(_claims(e))}", ""]
         for p in e["parts"]:
             out += [f"### {p['part']}", "",
                     f"Seeds {p['seeds']} · {p['seconds']:.1f} s of compute", ""]
-            out.append(_md_table(["claim", "paper", "measured", "bar", "verdict"],
-                                 [[c["name"], c["paper"], _measured(c), c["bar"],
-                                   _verdict(c["passed"])] for c in p["claims"]]))
-            out.append("")
+            if p["claims"]:
+                out += [_md_table(_CLAIM_COLUMNS, _claim_rows(p)), ""]
             for name, t in p["tables"].items():
                 out += [f"**{name}**", "", _md_table(t["columns"], t["rows"]), ""]
             for name, fname in p["figures"].items():
-                out += [f"![{name}]({fname})", ""]
+                out += [f"![{figure_caption(name, e['slug'], p['part'])}]({fname})", "",
+                        f"*{figure_caption(name, e['slug'], p['part'])}*", ""]
             for note in p["notes"]:
                 out += [f"> {note}", ""]
-            failed = _failed_jobs(p)
-            if failed:
-                out += [f"**{len(failed)} job(s) failed:**", ""]
-                for j in failed:
+            jobs_failed = _failed_jobs(p)
+            if jobs_failed:
+                out += [f"**{len(jobs_failed)} job(s) failed:**", ""]
+                for j in jobs_failed:
                     last = j["error"].strip().splitlines()[-1]
                     out.append(f"- seed {j['seed']} task {j['task']}: `{last}`")
                 out.append("")
             if p.get("summarize_error"):
                 out += ["**summarize raised:**", "", "```", p["summarize_error"], "```", ""]
+            out += [f"Config: `{json.dumps(p['config'])}`", ""]
     return "\n".join(out) + "\n"
 
 
+# -- HTML ------------------------------------------------------------------------------
+
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.6em 0 1.2em}td,th{border:1px solid #ccc;padding:.25em .6em;
-text-align:left;font-size:.92em}th{background:#f3f3f3}.pass{background:#dff5e1}.fail{background:#fbe0e0}
-img{max-width:100%;border:1px solid #eee}blockquote{border-left:4px solid #999;margin:.5em 0;
-padding:.2em .8em;background:#fafafa}pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:.8em}
+.scroll{overflow-x:auto;max-width:100%;margin:.6em 0 1.2em;border:1px solid #e4e4e4}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;
+text-align:left;font-size:.92em;vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.pass{background:#dff5e1}.fail{background:#fbe0e0}.incomplete{background:#fff3cd}
+.caveat{border:2px solid #d9a400;background:#fff8e1;padding:.6em 1em;margin:1em 0}
+img{max-width:100%;border:1px solid #eee}figure{margin:1em 0}figcaption{font-size:.9em;color:#444}
+blockquote{border-left:4px solid #999;margin:.5em 0;padding:.2em .8em;background:#fafafa}
+pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:.8em}
+dl.run{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}
+dl.run dt{font-weight:600}dl.run dd{margin:0;overflow-wrap:anywhere}
 """
+
+_NUMERIC = re.compile(r"^[-+−]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?%?"
+                      r"(\s*±\s*[\d.]+(e[-+]?\d+)?%?)?(\s*\(\d+/\d+ seeds\))?$", re.IGNORECASE)
+
+
+def _is_numeric(v) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, float)) or v is None:
+        return True
+    text = str(v).strip()
+    return text == UNDEFINED or bool(_NUMERIC.match(text))
+
+
+_NUM_TD = "<td class='num'>"
+
+
+def _css_class(verdict: str) -> str:
+    return {"PASS": "pass", "FAIL": "fail", "INCOMPLETE": "incomplete"}.get(verdict, "fail")
 
 
 def _html_table(columns, rows, row_classes=None) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    numeric = [bool(rows) and all(_is_numeric(r[i]) for r in rows if i < len(r))
+               for i in range(len(columns))]
     body = []
     for i, row in enumerate(rows):
         cls = f' class="{row_classes[i]}"' if row_classes else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row)
-                    + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        cells = "".join(
+            (_NUM_TD if k < len(numeric) and numeric[k] else "<td>")
+            + f"{html.escape(_cell(v))}</td>" for k, v in enumerate(row))
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return (f"<div class='scroll'><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _anchor(*names: str) -> str:
+    return _safe("-".join(names))
 
 
 def _html(data: dict, out_dir: Path) -> str:
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>icml26 report</title>"
-             f"<style>{_CSS}</style></head><body><h1>icml26 reproduction report</h1>",
-             f"<p>Created {html.escape(data['created'])}</p>"]
+    esc = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+             f"<title>icml26 report</title><style>{_CSS}</style></head><body>"
+             f"<h1>icml26 reproduction report</h1>",
+             f"<p>Created {esc(data['created'])}"
+             + (f" by <code>{esc(data['command'])}</code>" if data.get("command") else "")
+             + "</p>"]
+    if _any_quick(data):
+        parts.append(f"<p class='caveat'><strong>{esc(QUICK_CAVEAT)}</strong></p>")
     rows, classes = [], []
     for e in data["experiments"]:
-        claims = [c for p in e["parts"] for c in p["claims"]]
-        rows.append([e["slug"], "quick" if e["quick"] else "full",
-                     f"{sum(c['passed'] for c in claims)}/{len(claims)}",
-                     _verdict(e["passed"]), f"{e['seconds']:.1f}"])
-        classes.append("pass" if e["passed"] else "fail")
-    parts.append(_html_table(["paper", "mode", "claims passed", "verdict", "time (s)"], rows,
-                             classes))
+        verdict = _experiment_verdict(e)
+        rows.append([f"<a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>", _mode(e),
+                     esc(_counts_text(_claims(e))), verdict, f"{e['seconds']:.1f}"])
+        classes.append(_css_class(verdict))
+    head = "".join(f"<th>{c}</th>" for c in ("paper", "mode", "claims", "verdict", "time (s)"))
+    body = "".join(f"<tr class='{cls}'>" + "".join(
+        (_NUM_TD if k == 4 else "<td>") + f"{v}</td>" for k, v in enumerate(row)) + "</tr>"
+        for row, cls in zip(rows, classes))
+    parts.append(f"<div class='scroll'><table><thead><tr>{head}</tr></thead>"
+                 f"<tbody>{body}</tbody></table></div>")
+    failed = _failed_names(data)
+    if failed:
+        parts.append("<p>Claims that did not pass:</p><ul>" + "".join(
+            f"<li><a href='#{_anchor(slug)}'>{esc(slug)}</a>: {esc(name)} "
+            f"<span class='{_css_class(v)}'>{v}</span></li>" for slug, name, v in failed) + "</ul>")
+    parts.append("<h2 id='what-was-run'>What was run</h2><dl class='run'>" + "".join(
+        f"<dt>{esc(label)}</dt><dd>" + (f"<code>{esc(text)}</code>" if label == "command"
+                                        else esc(text)) + "</dd>"
+        for label, text in _run_lines(data)) + "</dl>")
+    n_fig = 0
     for e in data["experiments"]:
-        parts.append(f"<h2 id='{html.escape(e['slug'])}'>{html.escape(e['slug'])}: "
-                     f"{html.escape(e['title'])}</h2>")
+        parts.append(f"<h2 id='{_anchor(e['slug'])}'>{esc(e['slug'])}: {esc(e['title'])}</h2>"
+                     f"<p>Mode: {_mode(e)} · wall time {e['seconds']:.1f} s · claims "
+                     f"{esc(_counts_text(_claims(e)))}</p>")
         for p in e["parts"]:
-            parts.append(f"<h3>{html.escape(p['part'])}</h3><p>Seeds {p['seeds']} · "
-                         f"{p['seconds']:.1f} s of compute</p>")
-            parts.append(_html_table(
-                ["claim", "paper", "measured", "bar", "verdict"],
-                [[c["name"], c["paper"], _measured(c), c["bar"], _verdict(c["passed"])]
-                 for c in p["claims"]],
-                ["pass" if c["passed"] else "fail" for c in p["claims"]]))
+            parts.append(f"<h3 id='{_anchor(e['slug'], p['part'])}'>{esc(p['part'])}</h3>"
+                         f"<p>Seeds {esc(str(p['seeds']))} · {p['seconds']:.1f} s of compute</p>")
+            if p["claims"]:
+                parts.append(_html_table(_CLAIM_COLUMNS, _claim_rows(p),
+                                         [_css_class(_verdict_of(c)) for c in p["claims"]]))
             for name, t in p["tables"].items():
-                parts.append(f"<h4>{html.escape(name)}</h4>" + _html_table(t["columns"], t["rows"]))
+                parts.append(f"<h4>{esc(name)}</h4>" + _html_table(t["columns"], t["rows"]))
             for name, fname in p["figures"].items():
                 png = out_dir / fname
                 if png.is_file():
+                    n_fig += 1
+                    caption = figure_caption(name, e["slug"], p["part"])
                     b64 = base64.b64encode(png.read_bytes()).decode("ascii")
-                    parts.append(f"<figure><img alt='{html.escape(name)}' "
-                                 f"src='data:image/png;base64,{b64}'><figcaption>"
-                                 f"{html.escape(name)}</figcaption></figure>")
+                    parts.append(f"<figure><img alt='{esc(caption)}' "
+                                 f"src='data:image/png;base64,{b64}'><figcaption>Figure {n_fig}. "
+                                 f"{esc(caption)}</figcaption></figure>")
             for note in p["notes"]:
-                parts.append(f"<blockquote>{html.escape(note)}</blockquote>")
+                parts.append(f"<blockquote>{esc(note)}</blockquote>")
             for j in _failed_jobs(p):
                 parts.append(f"<p class='fail'>job seed {j['seed']} task "
-                             f"{html.escape(str(j['task']))} failed:</p>"
-                             f"<pre>{html.escape(j['error'])}</pre>")
+                             f"{esc(str(j['task']))} failed:</p><pre>{esc(j['error'])}</pre>")
             if p.get("summarize_error"):
                 parts.append(f"<p class='fail'>summarize raised:</p>"
-                             f"<pre>{html.escape(p['summarize_error'])}</pre>")
+                             f"<pre>{esc(p['summarize_error'])}</pre>")
+            parts.append(f"<details><summary>config</summary><pre>"
+                         f"{esc(json.dumps(p['config'], indent=1))}</pre></details>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -7,7 +7,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope"]
+__all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope", "UNDEFINED"]
+
+from .report import UNDEFINED  # "—": a value undefined for a row (no finite measurement)
 
 
 def mean_std(values: Iterable[float]) -> tuple[float, float]:
@@ -20,9 +22,31 @@ def mean_std(values: Iterable[float]) -> tuple[float, float]:
 
 
 def format_mean_std(values: Iterable[float], digits: int = 3) -> str:
-    """``"0.812 ± 0.013"`` for a list of per-seed values."""
-    mean, std = mean_std(values)
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+    """``"0.812 ± 0.013"`` for a list of per-seed values.
+
+    Non-finite values (a metric undefined for that seed) are left out. With no finite value
+    the cell reads :data:`UNDEFINED` ("—"); with one it is the bare value (a standard deviation
+    over one seed means nothing, so no "± 0.000"); when some seeds were left out the count
+    of seeds used follows, e.g. ``"0.812 ± 0.013 (2/3 seeds)"``.
+
+    Examples
+    --------
+    >>> format_mean_std([0.5, 0.7])
+    '0.600 ± 0.141'
+    >>> format_mean_std([0.5])
+    '0.500'
+    >>> format_mean_std([float("nan")])
+    '—'
+    """
+    arr = np.asarray(list(values), dtype=float)
+    finite = arr[np.isfinite(arr)]
+    if finite.size == 0:
+        return UNDEFINED
+    mean, std = mean_std(finite)
+    text = f"{mean:.{digits}f}" if finite.size == 1 else f"{mean:.{digits}f} ± {std:.{digits}f}"
+    if finite.size < arr.size:
+        text += f" ({finite.size}/{arr.size} seeds)"
+    return text
 
 
 def summary_table(records: Sequence[dict], by: Sequence[str] | str,
