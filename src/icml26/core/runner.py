@@ -19,6 +19,8 @@ import contextlib
 import dataclasses
 import inspect
 import os
+import socket
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -27,7 +29,8 @@ from typing import Any, Sequence
 from .experiment import Claim, ConfigError, Experiment, JobResult, Part, Result, apply_overrides, jsonable
 
 __all__ = ["PartOutcome", "ExperimentOutcome", "expand_jobs", "run_job", "run_part",
-           "run_experiment", "resolve_seeds", "plan_experiment", "count_jobs"]
+           "run_experiment", "resolve_seeds", "plan_experiment", "count_jobs",
+           "check_scheduler"]
 
 
 @dataclass
@@ -162,7 +165,12 @@ def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int
                                    processes=True, dashboard_address=None)
             client = Client(cluster)
         else:
-            client = Client(scheduler)
+            check_scheduler(scheduler)
+            try:
+                client = Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise ConfigError(f"cannot connect to the Dask scheduler at {scheduler!r}: "
+                                  f"{_one_line(exc)}") from None
         try:
             futures = {client.submit(run_job, *c, pure=False): i for i, c in enumerate(calls)}
             for fut in as_completed(futures):
@@ -176,6 +184,48 @@ def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int
     return results  # type: ignore[return-value]
 
 
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def check_scheduler(address: str, timeout: float = 5.0) -> None:
+    """Raise :class:`ConfigError` (one line) unless a Dask scheduler answers at ``address``.
+
+    ``"local"`` (a LocalCluster started by the runner) always passes. Only TCP addresses
+    (``tcp://host:port`` or ``host:port``) are probed; other protocols are left to Dask.
+
+    Examples
+    --------
+    >>> check_scheduler("local")
+    """
+    if address in (None, "local"):
+        return
+    text = str(address)
+    proto, _, rest = text.rpartition("://")
+    if proto not in ("", "tcp"):
+        return
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--scheduler {text!r}: expected tcp://HOST:PORT or 'local'")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)),
+                                      timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"cannot reach the Dask scheduler at {text!r}: {reason}") from None
+
+
+def _close_figures(result: Result) -> None:
+    """Release pyplot's hold on a result's figures (they stay savable), so a long session
+    or test suite never accumulates open figures."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        for fig in result.figures.values():
+            plt.close(fig)
+
+
 def _summarize(part: Part, jobs: list, config) -> tuple[Result, str | None]:
     ok = [j for j in jobs if j.ok]
     if not ok:
@@ -185,6 +235,7 @@ def _summarize(part: Part, jobs: list, config) -> tuple[Result, str | None]:
         result = part.summarize(ok, config)
         if not isinstance(result, Result):
             raise TypeError(f"summarize() must return a Result, got {type(result).__name__}")
+        _close_figures(result)
         return result, None
     except Exception:  # noqa: BLE001
         tb = traceback.format_exc()
