@@ -1,7 +1,7 @@
 """The ``icml26`` command: list, run, reproduce, report (plus method subcommands).
 
-Exit codes: 0 when every claim passed, 1 when any claim failed (or a job failed), 2 on
-usage or input errors (a clear message, no traceback).
+Exit codes: 0 when every claim passed, 1 when any claim failed or is incomplete (or a job
+failed), 2 on usage or input errors (a clear message, no traceback).
 
 A method folder may ship ``icml26/<slug>/cli.py`` with a ``typer.Typer`` named ``app``;
 it is mounted as ``icml26 <slug> ...`` (for example ``icml26 nl2repo evaluate``).
@@ -11,31 +11,64 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import shlex
 import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+import typer.core
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
 import icml26
-from icml26.core.catalog import PAPERS
-from icml26.core.experiment import ConfigError, discover, discovery_errors, get_experiment
-from icml26.core.report import render_report, write_report
-from icml26.core.runner import count_jobs, plan_experiment, run_experiment
+from icml26.core.catalog import PAPERS, catalogue
+from icml26.core.report import QUICK_CAVEAT, prepare_out_dir, render_report, write_report
+
+# The experiment machinery (numpy, the methods) is imported by the commands that need it,
+# so `icml26 list` and `icml26 --help` start in well under a second.
+
+EXIT_OK, EXIT_CLAIM_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _flag_display_type(self, ctx):
+    """On/off flags take no value: show no ``<bool>`` placeholder in ``--help``."""
+    if getattr(self, "is_flag", False) and self.metavar is None:
+        return None
+    return _typer_display_type(self, ctx)
+
+
+_typer_display_type = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = _flag_display_type
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="ICML 2026 papers as library components with reproducible claims.")
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
-EXIT_OK, EXIT_CLAIM_FAILED, EXIT_USAGE = 0, 1, 2
+_VERDICT_STYLE = {"PASS": "[green]PASS[/]", "FAIL": "[red]FAIL[/]",
+                  "INCOMPLETE": "[yellow]INCOMPLETE[/]"}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"icml26 {icml26.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """ICML 2026 papers as library components with reproducible claims."""
+    global console, err_console
+    console = Console()  # read COLUMNS / the terminal size of this invocation
+    err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}")
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -53,82 +86,256 @@ def _split(values: Optional[List[str]]) -> list:
     return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
 
 
+# -- list ------------------------------------------------------------------------------
+
+def _part_summary(entry: dict) -> str:
+    parts = entry.get("parts", [])
+    opt = sum(not p["default"] for p in parts)
+    return f"{len(parts) - opt}" + (f" +{opt} opt-in" if opt else "")
+
+
 @app.command("list")
-def list_methods() -> None:
-    """List the nineteen papers: slug, title, claims, implemented or not."""
-    exps = discover()
-    table = Table(title="icml26 methods")
-    for col in ("slug", "paper", "parts", "claims", "status"):
-        table.add_column(col, overflow="fold")
-    broken = discovery_errors()
-    for slug, (title, _) in PAPERS.items():
-        exp = exps.get(slug)
-        if slug in broken:
-            table.add_row(slug, title, "", "", "[red]import error[/]")
-        elif exp is None:
-            table.add_row(slug, title, "", "", "[dim]not yet[/]")
+def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part names and "
+                                           "headline claims in words.")) -> None:
+    """List the papers: slug, status, parts and claim counts (titles with --long).
+
+    Read from the method catalogue, without importing the methods.
+    """
+    entries = catalogue()
+    slugs = list(PAPERS) + sorted(set(entries) - set(PAPERS))
+    if not long:
+        table = Table(title="icml26 methods (icml26 list --long for titles and claims)",
+                      title_justify="left")
+        table.add_column("slug", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        table.add_column("parts", no_wrap=True, justify="right")
+        table.add_column("claims", no_wrap=True, justify="right")
+        for slug in slugs:
+            entry = entries.get(slug)
+            if entry is None:
+                table.add_row(slug, "[dim]not yet[/]", "", "")
+            elif "error" in entry:
+                table.add_row(slug, "[red]import error[/]", "", "")
+            else:
+                table.add_row(slug, "[green]implemented[/]", _part_summary(entry),
+                              str(len(entry.get("claims", []))))
+        console.print(table)
+        n_impl = sum(1 for s in slugs if s in entries and "error" not in entries[s])
+        console.print(f"{n_impl} of {len(slugs)} implemented. "
+                      "Run one: icml26 run SLUG (add --quick for a smoke check).",
+                      highlight=False)
+        return
+    for slug in slugs:
+        entry = entries.get(slug)
+        title = entry.get("title") if entry and "title" in entry else PAPERS.get(slug, ("",))[0]
+        if entry is None:
+            status = "[dim]not yet[/]"
+        elif "error" in entry:
+            status = f"[red]import error[/]: {entry['error']}"
         else:
-            parts = ", ".join(p.name + ("" if p.default else " (opt-in)") for p in exp.parts)
-            table.add_row(slug, exp.title, parts, "; ".join(exp.claims), "[green]implemented[/]")
-    for slug, exp in exps.items():
-        if slug not in PAPERS:
-            table.add_row(slug, exp.title, ", ".join(p.name for p in exp.parts),
-                          "; ".join(exp.claims), "[green]implemented[/]")
-    console.print(table)
+            status = "[green]implemented[/]"
+        console.print(f"[bold]{slug}[/] · {status}", highlight=False)
+        console.print(f"  {title}", highlight=False)
+        if entry and "parts" in entry:
+            console.print("  parts: " + ", ".join(
+                p["name"] + ("" if p["default"] else " (opt-in)") for p in entry["parts"]),
+                highlight=False)
+            for claim in entry.get("claims", []):
+                console.print(f"  - {claim}", highlight=False)
+        console.print()
+
+
+# -- run / reproduce -------------------------------------------------------------------
+
+def _fits(table: Table) -> bool:
+    """Whether ``table`` prints at the terminal's width without wrapping any cell."""
+    from rich.measure import Measurement
+
+    wide = console.options.update_width(10_000)
+    return Measurement.get(console, wide, table).maximum <= console.width
+
+
+def _data_table(title: str, frame) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in frame.columns:
+        table.add_column(str(col), overflow="fold")
+    for row in frame.itertuples(index=False):
+        table.add_row(*[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row])
+    return table
+
+
+def _claims_table(title: str, claims) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("claim", ratio=3)
+    table.add_column("paper", ratio=2)
+    table.add_column("measured", ratio=1, overflow="fold")
+    table.add_column("bar", ratio=1, overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    for c in claims:
+        table.add_row(c.name, c.paper, c.measured_text, c.bar, _VERDICT_STYLE[c.verdict])
+    return table
+
+
+def _not_passed(outcome) -> list:
+    return [c for c in outcome.claims if c.verdict != "PASS"]
+
+
+def _outcome_line(outcome) -> str:
+    claims = outcome.claims
+    n_fail = sum(c.verdict == "FAIL" for c in claims)
+    n_inc = sum(c.verdict == "INCOMPLETE" for c in claims)
+    n_jobs = sum(len(p.failed_jobs) for p in outcome.parts)
+    text = f"{outcome.slug}: {sum(c.passed for c in claims)}/{len(claims)} claims passed"
+    if n_fail:
+        text += f", {n_fail} failed"
+    if n_inc:
+        text += f", {n_inc} incomplete"
+    if n_jobs:
+        text += f", {n_jobs} job(s) failed"
+    return text + f" · {outcome.seconds:.1f} s"
 
 
 def _print_outcome(outcome) -> None:
     console.rule(f"[bold]{outcome.slug}[/]: {outcome.title}")
     for part in outcome.parts:
+        moved = []
         for name, frame in part.result.tables.items():
-            table = Table(title=f"{outcome.slug} · {part.part} · {name}")
-            for col in frame.columns:
-                table.add_column(str(col), overflow="fold")
-            for row in frame.itertuples(index=False):
-                table.add_row(*[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row])
-            console.print(table)
-        claims = Table(title=f"{outcome.slug} · {part.part} · claims")
-        for col in ("claim", "paper", "measured", "bar", "verdict"):
-            claims.add_column(col, overflow="fold")
-        for c in part.result.claims:
-            verdict = "[green]PASS[/]" if c.passed else "[red]FAIL[/]"
-            claims.add_row(c.name, c.paper, c.measured_text, c.bar, verdict)
-        console.print(claims)
+            table = _data_table(f"{outcome.slug} · {part.part} · {name}", frame)
+            if _fits(table):
+                console.print(table)
+            else:
+                moved.append(f"{name} ({len(frame)}×{len(frame.columns)})")
+        if moved:
+            console.print(f"[dim]{outcome.slug} · {part.part}: wide table(s) in the report: "
+                          f"{'; '.join(moved)}[/]", highlight=False)
+        if part.result.claims:
+            console.print(_claims_table(f"{outcome.slug} · {part.part} · claims",
+                                        part.result.claims))
         for note in part.result.notes:
-            console.print(f"[yellow]note:[/] {note}")
+            console.print(f"[yellow]note:[/] {note}", highlight=False)
         for job in part.failed_jobs:
             err_console.print(f"[red]job failed[/] ({outcome.slug}/{part.part} seed {job.seed} "
-                              f"task {job.task}):\n{job.error}")
+                              f"task {job.task}):\n{job.error}", markup=True, highlight=False)
         if part.summarize_error:
             err_console.print(f"[red]summarize failed[/] ({outcome.slug}/{part.part}):\n"
-                              f"{part.summarize_error}")
-    console.print(f"{outcome.slug}: {'[green]all claims passed' if outcome.passed else '[red]some claims failed'}[/]"
-                  f" · {outcome.seconds:.1f} s")
+                              f"{part.summarize_error}", markup=True, highlight=False)
+    style = "green" if outcome.passed else "red"
+    console.print(f"[{style}]{_outcome_line(outcome)}[/]", highlight=False)
 
 
-def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jobs: int,
-              scheduler: Optional[str], out: Optional[Path], overrides: dict, command: str):
+def _failed_summary(outcomes) -> str:
+    """``failed: racer: claim A; claim B · pem: claim C`` (empty when everything passed)."""
+    pieces = []
+    for o in outcomes:
+        bad = _not_passed(o)
+        if bad:
+            pieces.append(f"{o.slug}: " + "; ".join(
+                c.name + (" (incomplete)" if c.verdict == "INCOMPLETE" else "") for c in bad))
+        elif not o.passed:
+            pieces.append(f"{o.slug}: a job or summarize failed")
+    return ("did not pass: " + " · ".join(pieces)) if pieces else ""
+
+
+def _command_line(name: str, args: list, options: dict) -> str:
+    words = ["icml26", name, *args]
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False or value == []:
+            continue
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, list):
+            for v in value:
+                words += [flag, str(v)]
+        else:
+            words += [flag, str(value)]
+    return shlex.join(words)
+
+
+def _plan(slugs: list, parts: list, quick: bool, seeds: Optional[int], overrides: dict,
+          skip_broken: bool = False):
+    from icml26.core.experiment import ConfigError, get_experiment
+    from icml26.core.runner import plan_experiment
+
     try:
-        experiments = [get_experiment(s) for s in slugs]
+        experiments = []
+        for slug in slugs:
+            try:
+                experiments.append(get_experiment(slug))
+            except ConfigError as exc:
+                if not skip_broken:
+                    raise
+                err_console.print(f"[yellow]warning:[/] skipping {slug}: "
+                                  f"{str(exc).splitlines()[-1]}", markup=True, highlight=False)
         plans = [plan_experiment(e, parts=parts or None, quick=quick, seeds=seeds,
                                  overrides=overrides) for e in experiments]
     except (ConfigError, ValueError, TypeError) as exc:
         raise _usage_error(str(exc))
-    total = sum(count_jobs(p) for p in plans)
+    return experiments, plans
+
+
+def _print_plan(experiments, plans) -> None:
+    import dataclasses
+
+    from icml26.core.runner import expand_jobs
+
+    n_total = 0
+    for exp, plan in zip(experiments, plans):
+        console.print(f"[bold]{exp.slug}[/]: {exp.title}", highlight=False)
+        for part, cfg, seeds in plan:
+            n = len(expand_jobs(part, cfg, seeds))
+            n_total += n
+            console.print(f"  {part.name}: seeds {seeds}, {n} job(s)", highlight=False)
+            console.print(f"    config {dataclasses.asdict(cfg)}", highlight=False,
+                          soft_wrap=True)
+    console.print(f"dry run: {n_total} job(s) in {sum(len(p) for p in plans)} part(s) "
+                  "resolved; nothing was run.", highlight=False)
+
+
+def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jobs: int,
+              scheduler: Optional[str], out: Optional[Path], overrides: dict, command: str,
+              invocation: dict, dry_run: bool, skip_broken: bool = False):
+    from icml26.core.experiment import ConfigError
+    from icml26.core.runner import check_scheduler, expand_jobs, run_experiment
+
+    experiments, plans = _plan(slugs, parts, quick, seeds, overrides, skip_broken)
+    if dry_run:
+        _print_plan(experiments, plans)
+        return None
+    try:
+        out_dir = prepare_out_dir(out)
+    except OSError as exc:
+        raise _usage_error(f"--out: {exc}")
+    if (out_dir / "results.json").exists():
+        err_console.print(f"[yellow]warning:[/] {out_dir} holds a previous report; it is "
+                          "replaced (its figures are removed).", markup=True, highlight=False)
+    if scheduler:
+        try:
+            check_scheduler(scheduler)
+        except ConfigError as exc:
+            raise _usage_error(str(exc))
+    if quick:
+        console.print(f"[yellow]quick mode:[/] {QUICK_CAVEAT}", highlight=False)
     outcomes = []
-    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
-               MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
-        bar = progress.add_task("jobs", total=total)
+        bars = {(exp.slug, part.name): progress.add_task(
+                    f"{exp.slug} · {part.name}", total=len(expand_jobs(part, cfg, sd)))
+                for exp, plan in zip(experiments, plans) for part, cfg, sd in plan}
         for exp in experiments:
-            progress.update(bar, description=exp.slug)
-            outcomes.append(run_experiment(
-                exp, parts=parts or None, quick=quick, seeds=seeds, overrides=overrides,
-                jobs=jobs, scheduler=scheduler, progress=lambda _r: progress.advance(bar)))
+            try:
+                outcomes.append(run_experiment(
+                    exp, parts=parts or None, quick=quick, seeds=seeds, overrides=overrides,
+                    jobs=jobs, scheduler=scheduler,
+                    progress=lambda r, s=exp.slug: progress.advance(bars[(s, r.part)])))
+            except ConfigError as exc:  # e.g. the scheduler went away
+                raise _usage_error(str(exc))
     for outcome in outcomes:
         _print_outcome(outcome)
-    report_dir = write_report(outcomes, out, command=command)
-    console.print(f"report: {report_dir.resolve() / 'index.html'}")
+    report_dir = write_report(outcomes, out_dir, command=command, invocation=invocation)
+    console.print(f"report: {report_dir.resolve() / 'index.html'}", highlight=False,
+                  soft_wrap=True)
     return outcomes
 
 
@@ -139,13 +346,25 @@ def _check_common(seeds: Optional[int], jobs: int) -> None:
         raise _usage_error(f"--jobs must be >= 1, got {jobs}")
 
 
+def _finish(outcomes, quick: bool, head: str) -> None:
+    """The run's last line: the verdict, naming what did not pass."""
+    failed = _failed_summary(outcomes)
+    if quick and failed:
+        failed += " (quick mode: smoke checks, see above)"
+    console.print(f"[{'red' if failed else 'green'}]{head}[/]" + (f"; {failed}" if failed else ""),
+                  highlight=False)
+    raise typer.Exit(EXIT_OK if all(o.passed for o in outcomes) else EXIT_CLAIM_FAILED)
+
+
 # Options shared by `run` and `reproduce`.
-QUICK = typer.Option(False, "--quick", help="Quick configs (seconds to a minute).")
+QUICK = typer.Option(False, "--quick", help="Quick configs: a smoke check (seconds to a minute).")
 SEEDS = typer.Option(None, "--seeds", help="Number of seeds.")
 JOBS = typer.Option(1, "--jobs", help="Local worker processes.")
 SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address or 'local'.")
 OUT = typer.Option(None, "--out", help="Report folder (default reports/<timestamp>).")
 SET = typer.Option(None, "--set", help="Override a config field: key=value.")
+DRY_RUN = typer.Option(False, "--dry-run", help="Resolve parts, configs, --set and seeds, "
+                       "print them and exit without running.")
 
 
 @app.command()
@@ -158,13 +377,24 @@ def run(
     scheduler: Optional[str] = SCHEDULER,
     out: Optional[Path] = OUT,
     set_: Optional[List[str]] = SET,
+    dry_run: bool = DRY_RUN,
 ) -> None:
-    """Run one paper's reproduction, print its tables and claims, write a report."""
+    """Run one paper's reproduction, print its claims, write a report."""
     _check_common(seeds, jobs)
-    outcomes = _run_many([slug], parts=_split(exp), quick=quick, seeds=seeds, jobs=jobs,
-                         scheduler=scheduler, out=out, overrides=_parse_sets(set_),
-                         command=f"icml26 run {slug}" + (" --quick" if quick else ""))
-    raise typer.Exit(EXIT_OK if all(o.passed for o in outcomes) else EXIT_CLAIM_FAILED)
+    parts = _split(exp)
+    invocation = {"slug": slug, "quick": quick, "exp": parts, "seeds": seeds, "jobs": jobs,
+                  "scheduler": scheduler, "out": str(out) if out else None,
+                  "set": _parse_sets(set_)}
+    command = _command_line("run", [slug], {
+        "quick": quick, "exp": parts, "seeds": seeds, "jobs": jobs if jobs != 1 else None,
+        "scheduler": scheduler, "out": out, "set": list(set_ or [])})
+    outcomes = _run_many([slug], parts=parts, quick=quick, seeds=seeds, jobs=jobs,
+                         scheduler=scheduler, out=out, overrides=invocation["set"],
+                         command=command, invocation=invocation, dry_run=dry_run)
+    if outcomes is None:
+        raise typer.Exit(EXIT_OK)
+    outcome = outcomes[0]
+    _finish(outcomes, quick, _outcome_line(outcome))
 
 
 @app.command()
@@ -176,20 +406,32 @@ def reproduce(
     scheduler: Optional[str] = SCHEDULER,
     out: Optional[Path] = OUT,
     set_: Optional[List[str]] = SET,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Run every implemented reproduction (or --only some) and write one report."""
+    from icml26.core.catalog import method_folders
+
     _check_common(seeds, jobs)
-    slugs = _split(only) or sorted(discover())
+    slugs = _split(only) or method_folders()
     if not slugs:
         console.print("No method is implemented yet; writing an empty report.")
+    invocation = {"quick": quick, "only": _split(only), "seeds": seeds, "jobs": jobs,
+                  "scheduler": scheduler, "out": str(out) if out else None,
+                  "set": _parse_sets(set_)}
+    command = _command_line("reproduce", [], {
+        "quick": quick, "only": _split(only), "seeds": seeds,
+        "jobs": jobs if jobs != 1 else None, "scheduler": scheduler, "out": out,
+        "set": list(set_ or [])})
     start = time.perf_counter()
     outcomes = _run_many(slugs, parts=[], quick=quick, seeds=seeds, jobs=jobs,
-                         scheduler=scheduler, out=out, overrides=_parse_sets(set_),
-                         command="icml26 reproduce" + (" --quick" if quick else ""))
+                         scheduler=scheduler, out=out, overrides=invocation["set"],
+                         command=command, invocation=invocation, dry_run=dry_run,
+                         skip_broken=not only)
+    if outcomes is None:
+        raise typer.Exit(EXIT_OK)
     n_ok = sum(o.passed for o in outcomes)
-    console.print(f"{n_ok}/{len(outcomes)} papers passed every claim "
-                  f"({time.perf_counter() - start:.0f} s)")
-    raise typer.Exit(EXIT_OK if n_ok == len(outcomes) else EXIT_CLAIM_FAILED)
+    _finish(outcomes, quick, f"{n_ok}/{len(outcomes)} papers passed every claim "
+                             f"({time.perf_counter() - start:.0f} s)")
 
 
 @app.command()
@@ -199,7 +441,7 @@ def report(directory: Path = typer.Argument(..., help="A report folder with resu
         out = render_report(directory)
     except (FileNotFoundError, ValueError) as exc:
         raise _usage_error(str(exc))
-    console.print(f"report: {out.resolve() / 'index.html'}")
+    console.print(f"report: {out.resolve() / 'index.html'}", highlight=False, soft_wrap=True)
 
 
 def _mount_method_clis() -> None:
