@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from typer.testing import CliRunner
 
 from icml26.cli import app
@@ -77,3 +79,147 @@ def test_cli_list_shows_all_nineteen_slugs():
     assert result.exit_code == 0
     for slug in ("cdal", "pem", "top", "epitwin", "spectral_rl"):
         assert slug in result.output
+
+
+# -- first use: version, help, list, refusals before running, terminal output ----------
+
+def _lines(text):
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_version_flag():
+    import icml26
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"icml26 {icml26.__version__}"
+
+
+def test_help_shows_no_bool_placeholder_for_flags():
+    for cmd in (["run", "--help"], ["reproduce", "--help"], ["list", "--help"]):
+        result = runner.invoke(app, cmd, env={"COLUMNS": "100"})
+        assert result.exit_code == 0 and "--quick" in result.output or "--long" in result.output
+        assert "<bool>" not in result.output, cmd
+
+
+def test_list_is_short_at_80_columns_and_long_has_titles():
+    short = runner.invoke(app, ["list"], env={"COLUMNS": "80"})
+    assert short.exit_code == 0
+    assert max(len(line) for line in short.output.splitlines()) <= 80
+    assert len(_lines(short.output)) < 30  # one line per paper
+    assert "Predicting the Order" not in short.output  # titles only with --long
+    assert "implemented" in short.output and "not yet" in short.output
+    long = runner.invoke(app, ["list", "--long"], env={"COLUMNS": "80"})
+    assert long.exit_code == 0 and "Predicting the Order of Upcoming Tokens" in long.output
+    assert "parts: " in long.output
+
+
+def test_list_imports_no_method_and_no_heavy_library():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom icml26.cli import app\n"
+            "r = CliRunner().invoke(app, ['list'])\nassert r.exit_code == 0, r.output\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'transformers', 'pandas', 'sklearn') or m.endswith('.experiment'))\n"
+            "print(heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Fail the test if the CLI starts running an experiment."""
+    def boom(*args, **kwargs):
+        raise AssertionError("the experiment started")
+    monkeypatch.setattr("icml26.core.runner.run_experiment", boom)
+
+
+def test_unwritable_out_is_refused_before_running(example, no_run):
+    result = runner.invoke(app, ["run", "example", "--quick", "--out", "/dev/null/x"])
+    assert result.exit_code == 2, result.output
+    assert "/dev/null/x" in result.output and "Traceback" not in result.output
+
+
+def test_unreachable_scheduler_is_one_line_and_exit_2(example, no_run, tmp_path):
+    result = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path),
+                                 "--scheduler", "tcp://127.0.0.1:1"])
+    assert result.exit_code == 2, result.output
+    assert len(_lines(result.output)) == 1 and "tcp://127.0.0.1:1" in result.output
+
+
+def test_dry_run_resolves_everything_and_runs_nothing(example, no_run, tmp_path):
+    out = tmp_path / "never"
+    result = runner.invoke(app, ["run", "example", "--dry-run", "--seeds", "4", "--out", str(out),
+                                 "--set", "repetitions=7"])
+    assert result.exit_code == 0, result.output
+    assert "'repetitions': 7" in result.output and "seeds [0, 1, 2, 3]" in result.output
+    assert "12 job(s)" in result.output and not out.exists()
+    bad = runner.invoke(app, ["run", "example", "--dry-run", "--set", "bogus=1"])
+    assert bad.exit_code == 2 and "bogus" in bad.output
+
+
+def test_last_line_names_the_failed_claim_and_quick_is_a_smoke_check(example, tmp_path):
+    result = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path),
+                                 "--set", "include_failing_claim=true"], env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    last = _lines(result.output)[-1]
+    assert "error at the largest n" in last and "1 failed" in last
+    assert "smoke check" in result.output
+
+
+def test_progress_bar_names_the_part(example, tmp_path):
+    result = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path)],
+                           env={"COLUMNS": "120"})
+    assert result.exit_code == 0
+    bar = [line for line in result.output.splitlines() if line.startswith("example · rate ━")]
+    assert bar and "4/4" in bar[-1] and "eta" in bar[-1]
+
+
+def test_wide_tables_go_to_the_report_not_the_terminal(example, tmp_path):
+    result = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path)],
+                           env={"COLUMNS": "24"})
+    assert "wide table(s) in the report: error by n" in " ".join(result.output.split())
+    wide = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path)],
+                         env={"COLUMNS": "200"})
+    assert "example · rate · error by n" in wide.output
+
+
+def test_results_json_records_the_full_command(example, tmp_path):
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["run", "example", "--quick", "--exp", "rate", "--seeds", "1",
+                                 "--out", str(out), "--set", "repetitions=20"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["command"] == (f"icml26 run example --quick --exp rate --seeds 1 --out {out} "
+                               "--set repetitions=20")
+    assert data["invocation"]["set"] == {"repetitions": "20"} and data["invocation"]["seeds"] == 1
+    assert data["command"] in (out / "index.html").read_text()
+
+
+def test_reusing_out_warns(example, tmp_path):
+    runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path)])
+    again = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path)])
+    assert "previous report" in again.output
+
+
+def test_incomplete_claim_renders_distinctly_and_exits_1(example, tmp_path, monkeypatch):
+    from icml26.core import example as example_module
+    from icml26.core.experiment import Claim, Result
+
+    original = example_module.summarize
+
+    def with_incomplete(jobs, config):
+        result = original(jobs, config)
+        return Result(tables=result.tables, figures=result.figures, notes=result.notes,
+                      claims=result.claims + [Claim("unfinished", "-", 0.5, "≥ 0", True,
+                                                    incomplete=True)])
+
+    monkeypatch.setattr(EXPERIMENT.parts[0], "summarize", with_incomplete)
+    result = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path)],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    assert "INCOMPLETE" in result.output
+    last = _lines(result.output)[-1]
+    assert "1 incomplete" in last and "unfinished (incomplete)" in last and "failed" not in last.split(";")[0]
