@@ -140,3 +140,17 @@ def test_predict_checks_feature_count(data):
     est = SGShift(lam=0.05).fit(d.X_target, d.y_target, source_model=model)
     with pytest.raises(ValueError, match="X has 4 features, expected 5"):
         est.predict(d.X_val[:, :4])
+
+
+def test_multiclass_y_with_a_classifier_and_auto_task_is_refused(data):
+    # task="auto" used to read a 3-class y as a regression target next to a logistic offset
+    d, model = data
+    y = np.arange(len(d.y_target)) % 3
+    with pytest.raises(ValueError, match="y_target has 3 distinct values.*classifier.*multiclass"):
+        SGShift().fit(d.X_target, y, source_model=model)
+
+
+def test_bad_collinear_option(data):
+    d, model = data
+    with pytest.raises(ValueError, match="collinear"):
+        SGShift(collinear="merge").fit(d.X_target, d.y_target, source_model=model)

@@ -33,7 +33,8 @@ from .baselines import DiffLasso, ShapDiff, WhyShiftTree
 from .data import (load_diabetes_readmission, load_support2, make_concept_shift,
                    make_semisynthetic)
 from .offset_glm import lambda_grid, lambda_max, offset_glm_path
-from .sgshift import SGShift, SGShiftA, SGShiftK, score_selection, source_offset
+from .sgshift import (SGShift, SGShiftA, SGShiftK, identifiable_truth, score_selection,
+                      source_offset)
 
 PAPER = ("R. Lyu, A. Turcan, B. Wilder, \"Explaining Concept Shift with Interpretable Feature "
          "Attribution\", arXiv 2505.20634 (2025)")
@@ -56,12 +57,36 @@ def _top_k(scores: np.ndarray, tiebreak: np.ndarray, k: int) -> np.ndarray:
     return order[:k]
 
 
-def _method_row(name, est, truth, p, tiebreak=None, **extra):
-    metrics = score_selection(est.entry_score_, est.selected_, truth, p)
+def _method_row(name, est, truth, p, tiebreak=None, features=None, listed_truth=None, **extra):
+    """Identification metrics of one method; ``features``/``truth`` may be the identifiable ones.
+
+    ``listed_truth`` (the planted list on all p features) adds ``auroc_listed``, the score
+    under the reference code's unit of evaluation.
+    """
+    metrics = score_selection(est.entry_score_, est.selected_, truth, p, features=features)
     tiebreak = np.zeros(p) if tiebreak is None else tiebreak
-    top = _top_k(est.entry_score_, tiebreak, len(truth))
-    topk = score_selection(est.entry_score_, top, truth, p)
+    scores = np.asarray(est.entry_score_, dtype=float)
+    if features is not None:
+        scores = np.where(np.isin(np.arange(p), features), scores, -np.inf)
+    top = _top_k(scores, tiebreak, len(truth))
+    topk = score_selection(est.entry_score_, top, truth, p, features=features)
+    if listed_truth is not None:
+        extra["auroc_listed"] = score_selection(est.entry_score_, est.selected_, listed_truth,
+                                                p)["auroc"]
     return {"method": name, **metrics, "recall_topk": topk["recall"], **extra}
+
+
+def _units(data, fitted):
+    """Evaluation units: (features, truth, keyword arguments of :func:`_method_row`).
+
+    With aliased reference columns dropped (``collinear="drop"``), the identifiable features
+    and the planted shift re-expressed on them; otherwise every feature and the planted list.
+    """
+    if not fitted.aliased_features_.size:
+        return None, data.truth, {}
+    features, truth = identifiable_truth(data.X_target, data.shift_coef,
+                                         fitted.aliased_features_)
+    return features, truth, dict(features=features, listed_truth=data.truth)
 
 
 def _sgshift_tiebreak(est):
@@ -83,6 +108,9 @@ class DiabetesConfig:
     include_absorption: bool = True
     include_whyshift: bool = True
     include_shap: bool = False
+    collinear: str = "drop"              # "drop" (fix: one reference column per exactly
+                                         # collinear group; identifiable truth) | "keep"
+                                         # (the reference code's design, planted list)
 
 
 @lru_cache(maxsize=2)
@@ -124,11 +152,15 @@ def run_diabetes(config: DiabetesConfig, seed: int, task: dict) -> dict:
         return {"val_logloss": float(log_loss(data.y_val, prob, labels=[0, 1])),
                 "val_auc": float(roc_auc_score(data.y_val, prob))}
 
+    common["collinear"] = config.collinear
     t0 = time.perf_counter()
     basic = SGShift(**common).fit(data.X_target, data.y_target, source_model=solver,
                                   X_source=data.X_source)
     timings["SGShift"] = time.perf_counter() - t0
-    rows.append(_method_row("SGShift", basic, truth, p, _sgshift_tiebreak(basic),
+    # Every method is scored on the same units: with collinear="drop", the features left after
+    # dropping the reference columns, against the planted shift re-expressed on them.
+    features, truth, score_kw = _units(data, basic)
+    rows.append(_method_row("SGShift", basic, truth, p, _sgshift_tiebreak(basic), **score_kw,
                             **val_metrics(basic.predict_proba(data.X_val)[:, 1])))
     if config.include_absorption:
         t0 = time.perf_counter()
@@ -136,6 +168,7 @@ def run_diabetes(config: DiabetesConfig, seed: int, task: dict) -> dict:
                                         X_source=data.X_source, y_source=data.y_source)
         timings["SGShift-A"] = time.perf_counter() - t0
         rows.append(_method_row("SGShift-A", absorb, truth, p, _sgshift_tiebreak(absorb),
+                                **score_kw,
                                 **val_metrics(absorb.predict_proba(data.X_val)[:, 1])))
     baselines = [("Diff", DiffLasso(_solver(), random_state=seed))]
     if config.include_whyshift:
@@ -146,7 +179,7 @@ def run_diabetes(config: DiabetesConfig, seed: int, task: dict) -> dict:
         t0 = time.perf_counter()
         est.fit(data.X_source, data.y_source, data.X_target, data.y_target)
         timings[name] = time.perf_counter() - t0
-        rows.append(_method_row(name, est, truth, p))
+        rows.append(_method_row(name, est, truth, p, **score_kw))
     rows.append({"method": "source-only",
                  **val_metrics(solver.predict_proba(data.X_val)[:, 1])})
     target_only = _solver().fit(data.X_target, data.y_target)
@@ -155,11 +188,31 @@ def run_diabetes(config: DiabetesConfig, seed: int, task: dict) -> dict:
     for row in rows:
         row["n_target"] = task["n_target"]
         row["seconds"] = timings.get(row["method"], float("nan"))
-    return {"rows": rows}
+    return {"rows": rows, "aliased": [data.feature_names[j] for j in basic.aliased_features_],
+            "n_truth": int(len(truth))}
 
 
 def _records(jobs):
     return [dict(row, seed=j.seed) for j in jobs for row in j.metrics["rows"]]
+
+
+def _present(frame, columns):
+    """The columns of ``columns`` that ``frame`` has (``auroc_listed`` exists only with aliasing)."""
+    return [c for c in columns if c in frame.columns]
+
+
+def _collinear_note(jobs, config):
+    """Which reference columns were dropped, and how the claim's units were chosen."""
+    if config.collinear != "drop":
+        return ("collinear=keep (the reference code's design): every column is in the shift "
+                "model and scored against the planted list.")
+    aliased = sorted({name for j in jobs for name in j.metrics.get("aliased", [])})
+    sizes = sorted({j.metrics.get("n_truth") for j in jobs if "n_truth" in j.metrics})
+    return ("collinear=drop: one reference column per exactly collinear group of the target "
+            f"sample was dropped (over the seeds: {', '.join(aliased) or 'none'}); every method "
+            "is scored on the remaining features against the planted shift re-expressed on them "
+            f"({'/'.join(map(str, sizes))} truly shifted); auroc_listed = all features against "
+            "the planted list (the old unit). collinear=keep gives the old rule.")
 
 
 def _mean(frame, method, column, **filters):
@@ -173,8 +226,8 @@ def summarize_diabetes(jobs, config: DiabetesConfig) -> Result:
     frame = pd.DataFrame(_records(jobs))
     ident = frame[frame["auroc"].notna()] if "auroc" in frame else frame.iloc[:0]
     table = summary_table(ident.to_dict("records"), by=["method", "n_target"],
-                          metrics=["auroc", "recall", "precision", "n_selected", "recall_topk",
-                                   "seconds"])
+                          metrics=_present(ident, ["auroc", "auroc_listed", "recall", "precision",
+                                                   "n_selected", "recall_topk", "seconds"]))
     pred = summary_table(frame[frame["val_logloss"].notna()].to_dict("records"),
                          by=["method", "n_target"], metrics=["val_logloss", "val_auc"])
     fig = Figure(figsize=(5.5, 3.6))
@@ -202,11 +255,12 @@ def summarize_diabetes(jobs, config: DiabetesConfig) -> Result:
                                      note=f"SGShift {sg:.3f}, Diff {diff:.3f}"))
     notes = [f"generator={config.generator}, source labels={config.source_labels}, "
              f"magnitude={config.magnitude}; recall/precision at the BIC-CV λ and recall of "
-             "the top-|S*| ranking are reported without a bar."]
+             "the top-|S*| ranking are reported without a bar; precision of an empty "
+             "selection is undefined (left out of the mean).", _collinear_note(jobs, config)]
     for n in sorted(set(ident["n_target"])):
         notes.append(f"n_T={n}: SGShift recall at CV λ {_mean(ident, 'SGShift', 'recall', n_target=n):.2f}, "
                      f"precision {_mean(ident, 'SGShift', 'precision', n_target=n):.2f}, "
-                     f"top-10 recall {_mean(ident, 'SGShift', 'recall_topk', n_target=n):.2f}")
+                     f"top-|S*| recall {_mean(ident, 'SGShift', 'recall_topk', n_target=n):.2f}")
     return Result(tables={"A_feature_identification": table, "A_prediction": pred},
                   figures={"A_auroc_vs_n_target": fig}, claims=claims, notes=notes)
 
@@ -375,6 +429,7 @@ class Support2Config:
     source_labels: str = "sampled"
     include_absorption: bool = True
     include_whyshift: bool = True
+    collinear: str = "drop"          # as in Part A
 
 
 @lru_cache(maxsize=1)
@@ -395,13 +450,16 @@ def run_support2(config: Support2Config, seed: int) -> dict:
     p, truth = data.X_source.shape[1], data.truth
     solver = LinearRegression().fit(data.X_source, data.y_source)
     rows = []
-    methods = [("SGShift", SGShift())]
+    methods = [("SGShift", SGShift(collinear=config.collinear))]
     if config.include_absorption:
-        methods.append(("SGShift-A", SGShiftA()))
+        methods.append(("SGShift-A", SGShiftA(collinear=config.collinear)))
+    score_kw = None
     for name, est in methods:
         est.fit(data.X_target, data.y_target, source_model=solver, X_source=data.X_source,
                 y_source=data.y_source)
-        rows.append(_method_row(name, est, truth, p, _sgshift_tiebreak(est),
+        if score_kw is None:
+            _, truth, score_kw = _units(data, est)
+        rows.append(_method_row(name, est, truth, p, _sgshift_tiebreak(est), **score_kw,
                                 val_mse=float(mean_squared_error(data.y_val,
                                                                  est.predict(data.X_val)))))
     baselines = [("Diff", DiffLasso(LinearRegression(), alphas=tuple(np.geomspace(1e-7, 1, 29)),
@@ -410,7 +468,7 @@ def run_support2(config: Support2Config, seed: int) -> dict:
         baselines.append(("WhyShift-tree", WhyShiftTree(LinearRegression(), random_state=seed)))
     for name, est in baselines:
         est.fit(data.X_source, data.y_source, data.X_target, data.y_target)
-        rows.append(_method_row(name, est, truth, p))
+        rows.append(_method_row(name, est, truth, p, **score_kw))
     rows.append({"method": "source-only",
                  "val_mse": float(mean_squared_error(data.y_val, solver.predict(data.X_val)))})
     return {"rows": rows}
@@ -420,12 +478,14 @@ def summarize_support2(jobs, config: Support2Config) -> Result:
     frame = pd.DataFrame(_records(jobs))
     ident = frame[frame["auroc"].notna()]
     table = summary_table(ident.to_dict("records"), by="method",
-                          metrics=["auroc", "recall", "precision", "n_selected", "recall_topk"])
+                          metrics=_present(ident, ["auroc", "auroc_listed", "recall", "precision",
+                                                   "n_selected", "recall_topk"]))
     mse = summary_table(frame[frame["val_mse"].notna()].to_dict("records"), by="method",
                         metrics=["val_mse"])
     return Result(tables={"D_support2": table, "D_prediction": mse},
                   notes=["SUPPORT2 (regression, 15 planted features, magnitude "
-                         f"{config.magnitude}): reported without a bar, as the spec asks."])
+                         f"{config.magnitude}): reported without a bar, as the spec asks.",
+                         _collinear_note(jobs, config)])
 
 
 # --------------------------------------------------------------------------- speed

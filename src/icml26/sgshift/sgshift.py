@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 from scipy.special import expit, logit
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import KFold
 from sklearn.preprocessing import SplineTransformer
@@ -27,13 +27,15 @@ from .knockoffs import (KNOCKOFF_METHODS, GaussianKnockoffSampler, derandomized_
 from .offset_glm import (lambda_grid, lambda_max, offset_glm_path,
                          solve_offset_glm)
 
-__all__ = ["SGShift", "SGShiftA", "SGShiftK", "source_offset", "score_selection", "entry_scores"]
+__all__ = ["SGShift", "SGShiftA", "SGShiftK", "source_offset", "score_selection", "entry_scores",
+           "collinear_groups", "identifiable_truth"]
 
 NONZERO_TOL = 1e-4          # |coefficient| (or group norm) above which a feature counts as selected
 PROB_CLIP = 1e-6            # source probabilities are clipped to [PROB_CLIP, 1 - PROB_CLIP]
 CV_SEED = 42                # the reference code's KFold seed
 SPLINE_KNOTS, SPLINE_DEGREE = 5, 3
-COLLINEAR_TOL = 1e-8        # |corr| > 1 - COLLINEAR_TOL is reported as perfectly collinear
+COLLINEAR_TOL = 1e-8        # residual norm / column norm below which a column is an exact
+                            # linear combination of the others (and of the constant)
 MIN_TARGET = 10
 
 
@@ -74,41 +76,178 @@ def entry_scores(path_coefs: np.ndarray, column_feature: np.ndarray, n_features:
     return scores / len(path_coefs)
 
 
-def score_selection(scores, selected, truth, n_features: int) -> dict:
+def score_selection(scores, selected, truth, n_features: int, features=None) -> dict:
     """Feature-identification metrics against a planted set.
 
-    Returns ``auroc`` (``roc_auc_score(1{j in truth}, scores)``), ``recall``, ``precision``
-    (1.0 for an empty selection), ``tp``, ``fp``, ``fn`` and ``n_selected``.
+    Parameters
+    ----------
+    scores : array-like (n_features,)
+        Ranking score per feature (higher = more likely shifted).
+    selected : array-like of int
+        The selected features.
+    truth : array-like of int
+        The truly shifted features.
+    n_features : int
+    features : array-like of int, optional
+        Evaluate on these features only (e.g. the identifiable ones, see
+        :func:`identifiable_truth`); selections and truth outside them are ignored.
+
+    Returns
+    -------
+    dict
+        ``auroc`` (``roc_auc_score(1{j in truth}, scores)``), ``recall``, ``precision``
+        (NaN for an empty selection: the precision of no selection is undefined),
+        ``tp``, ``fp``, ``fn`` and ``n_selected``.
     """
-    truth = np.asarray(sorted(set(int(t) for t in truth)), dtype=int)
-    labels = np.zeros(n_features, dtype=int)
-    labels[truth] = 1
-    scores = np.asarray(scores, dtype=float)
-    auroc = (float(roc_auc_score(labels, scores)) if 0 < labels.sum() < n_features
+    features = (np.arange(n_features) if features is None
+                else np.asarray(sorted(set(int(f) for f in features)), dtype=int))
+    universe = set(features.tolist())
+    truth = np.asarray(sorted(set(int(t) for t in truth) & universe), dtype=int)
+    labels = np.isin(features, truth).astype(int)
+    scores = np.asarray(scores, dtype=float)[features]
+    auroc = (float(roc_auc_score(labels, scores)) if 0 < labels.sum() < features.size
              else float("nan"))
-    sel = set(int(s) for s in np.asarray(selected).ravel())
+    sel = set(int(s) for s in np.asarray(selected).ravel()) & universe
     tp = len(sel & set(truth.tolist()))
     fp = len(sel) - tp
     fn = len(truth) - tp
     return {"auroc": auroc, "recall": tp / len(truth) if len(truth) else float("nan"),
-            "precision": tp / len(sel) if sel else 1.0, "tp": tp, "fp": fp, "fn": fn,
-            "n_selected": len(sel)}
+            "precision": tp / len(sel) if sel else float("nan"), "tp": tp, "fp": fp,
+            "fn": fn, "n_selected": len(sel)}
+
+
+def identifiable_truth(X, shift_coef, aliased, tol: float = 1e-6):
+    """The planted shift re-expressed on the features left after dropping aliased columns.
+
+    When ``aliased`` reference columns are exact linear combinations of other columns (and the
+    constant), a planted shift ``X @ shift_coef`` is only identified up to those relations:
+    ``Home = -Transferred`` makes a shift of ``Home`` a shift of ``Transferred``, and equal
+    planted shifts on both cancel. The planted shift is projected (least squares, with a
+    constant) on the kept columns; a kept feature is truly shifted when its coefficient there is
+    non-zero (above ``tol`` times the largest planted |coefficient|).
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+        The target sample the shift model is fitted on (same scale as ``shift_coef``).
+    shift_coef : ndarray (p,)
+        Planted shift coefficients.
+    aliased : array-like of int
+        Dropped reference columns (``SGShift.aliased_features_``).
+    tol : float
+
+    Returns
+    -------
+    features : ndarray of int
+        The kept (identifiable) features.
+    truth : ndarray of int
+        The kept features carrying a non-zero part of the planted shift.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.array([0., 1, 1, 0, 1, 0]); X = np.column_stack([t, 1 - t, np.arange(6.)])
+    >>> identifiable_truth(X, np.array([1.0, -1.0, 0.0]), aliased=[1])
+    (array([0, 2]), array([0]))
+    >>> identifiable_truth(X, np.array([1.0, 1.0, 0.0]), aliased=[1])[1]   # cancels
+    array([], dtype=int64)
+    """
+    X = np.asarray(X, dtype=float)
+    shift_coef = np.asarray(shift_coef, dtype=float)
+    features = np.setdiff1d(np.arange(X.shape[1]), np.asarray(aliased, dtype=int))
+    Z = X[:, features] - X[:, features].mean(axis=0)
+    target = X @ shift_coef
+    gamma = np.linalg.lstsq(Z, target - target.mean(), rcond=None)[0]
+    scale = max(float(np.max(np.abs(shift_coef))), 1e-300)
+    return features, features[np.abs(gamma) > tol * scale]
+
+
+def collinear_groups(X, tol: float = COLLINEAR_TOL):
+    """Exactly collinear column groups of ``X`` (with the constant) and one reference per dependency.
+
+    Columns are visited in order; a column whose centred values lie in the span of the
+    centred columns kept before it (relative residual norm below ``tol``) is a *reference*
+    column: it is an exact linear combination of those columns and the constant, so its
+    coefficient cannot be told apart from theirs. One-hot blocks that sum to one (and a pair
+    with ``a = 1 - b``) are the usual case; the last column of the block is the reference.
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+    tol : float
+
+    Returns
+    -------
+    groups : list of tuple of int
+        Column indices of each connected collinear group (sorted), in order of first column.
+    references : ndarray of int
+        The dependent columns (one per independent linear relation); dropping them leaves a
+        design of full column rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.array([1., 0, 0, 1, 0, 1]); b = np.array([0., 1, 0, 0, 1, 0])
+    >>> X = np.column_stack([a, b, 1 - a - b, np.arange(6.)])
+    >>> collinear_groups(X)
+    ([(0, 1, 2)], array([2]))
+    """
+    X = np.asarray(X, dtype=float)
+    Z = X - X.mean(axis=0)
+    norms = np.linalg.norm(Z, axis=0)
+    basis, kept, references = [], [], []
+    parent = list(range(X.shape[1]))
+
+    def root(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for j in range(X.shape[1]):
+        if norms[j] == 0:
+            continue
+        residual = Z[:, j].copy()
+        for _ in range(2):                      # Gram-Schmidt with one re-orthogonalisation
+            for q in basis:
+                residual -= (q @ residual) * q
+        if np.linalg.norm(residual) <= tol * norms[j]:
+            coef = np.linalg.lstsq(Z[:, kept], Z[:, j], rcond=None)[0]
+            scaled = np.abs(coef) * norms[kept]
+            for k in np.asarray(kept)[scaled > 1e-6 * norms[j]]:
+                parent[root(int(k))] = root(j)
+            references.append(j)
+        else:
+            basis.append(residual / np.linalg.norm(residual))
+            kept.append(j)
+    members: dict = {}
+    for j in range(X.shape[1]):
+        members.setdefault(root(j), []).append(j)
+    groups = sorted(tuple(m) for m in members.values() if len(m) > 1)
+    return groups, np.asarray(references, dtype=int)
 
 
 class _Design:
-    """Maps raw features to the penalised design: standardise, drop constants, optional splines."""
+    """Maps raw features to the penalised design: standardise, drop constants and (by default)
+    one reference column per exactly collinear group, optional splines."""
 
-    def __init__(self, basis: str, standardize: bool):
+    def __init__(self, basis: str, standardize: bool, collinear: str = "drop"):
         self.basis = basis
         self.standardize = standardize
+        self.collinear = collinear
 
     def fit(self, X_reference: np.ndarray, X_target: np.ndarray) -> "_Design":
         p = X_reference.shape[1]
         self.mean_ = X_reference.mean(axis=0) if self.standardize else np.zeros(p)
         scale = X_reference.std(axis=0) if self.standardize else np.ones(p)
         target_constant = np.ptp(X_target, axis=0) == 0
-        self.kept_ = np.flatnonzero((scale > 0) & ~target_constant)
+        self.nonconstant_ = np.flatnonzero((scale > 0) & ~target_constant)
         self.scale_ = np.where(scale > 0, scale, 1.0)
+        groups, refs = collinear_groups(X_target[:, self.nonconstant_])
+        self.collinear_groups_ = [tuple(int(self.nonconstant_[c]) for c in g) for g in groups]
+        self.aliased_ = (self.nonconstant_[refs] if self.collinear == "drop"
+                         else np.zeros(0, dtype=int))
+        self.kept_ = np.setdiff1d(self.nonconstant_, self.aliased_)
         self.splines_ = {}
         column_feature = []
         ref = (X_reference - self.mean_) / self.scale_
@@ -163,7 +302,9 @@ class SGShift(BaseEstimator):
     Parameters
     ----------
     task : {"auto", "classification", "regression"}
-        ``"auto"``: classification when ``y_target`` has at most two distinct values.
+        ``"auto"``: classification when ``y_target`` has at most two distinct values or
+        ``source_model`` is a classifier (then a ``y_target`` with more than two classes is
+        refused: multiclass concept shift is not supported).
     lam : "cv", float or array-like
         ``"cv"``: automatic path (``n_lambdas`` levels from lambda_max down to
         ``lambda_max * lambda_min_ratio``) and the BIC-type 5-fold CV rule of the reference
@@ -195,7 +336,15 @@ class SGShift(BaseEstimator):
     cv : int
         Folds of the lambda selection.
     allow_empty : bool
-        Allow the CV rule to choose an empty selection (the reference forbids it).
+        Allow the CV rule to choose an empty selection (default; the reference code scores
+        an empty model +inf, so it never returns one: ``allow_empty=False`` mimics it).
+    collinear : {"drop", "keep"}
+        ``"drop"`` (default, our fix; not in the reference code): in each group of exactly
+        collinear features of the target sample (one-hot blocks that sum to one, ``a = 1 - b``
+        pairs), drop one reference column (the last in column order) from the shift model, with
+        a warning. Without it the minimum-L1 solution can route a shift of the planted columns
+        through an unplanted member of the group (e.g. ``E + El = 1 - U``). ``"keep"``: the
+        reference code's design (every column kept; the groups are only reported).
     max_iter, tol : int, float
         FISTA limits per penalty level.
     force : bool
@@ -229,7 +378,10 @@ class SGShift(BaseEstimator):
     dropped_features_ : ndarray of int
         Features constant in the target (or in the standardisation reference).
     collinear_groups_ : list of tuple
-        Perfectly collinear feature groups found in the target sample.
+        Exactly collinear feature groups found in the target sample (names when known).
+    aliased_features_ : ndarray of int
+        Reference columns dropped from the shift model (``collinear="drop"``): coefficient 0,
+        entry score 0; their shift is expressed by the rest of their group.
 
     Notes
     -----
@@ -265,7 +417,7 @@ class SGShift(BaseEstimator):
                  absorption=False, absorption_ratio=0.9, knockoffs=False, n_bootstraps=20,
                  v=3, threshold=0.5, knockoff_method="equicorrelated", basis="linear",
                  fit_intercept=False, standardize=True, cv=5, allow_empty=True,
-                 max_iter=2000, tol=1e-6, force=False, random_state=None):
+                 collinear="drop", max_iter=2000, tol=1e-6, force=False, random_state=None):
         self.task = task
         self.lam = lam
         self.n_lambdas = n_lambdas
@@ -282,6 +434,7 @@ class SGShift(BaseEstimator):
         self.standardize = standardize
         self.cv = cv
         self.allow_empty = allow_empty
+        self.collinear = collinear
         self.max_iter = max_iter
         self.tol = tol
         self.force = force
@@ -301,6 +454,7 @@ class SGShift(BaseEstimator):
         check_choice(self.knockoff_method, "knockoff_method", KNOCKOFF_METHODS)
         check_choice(self.basis, "basis", ["linear", "spline"])
         check_int(self.cv, "cv", min_value=2)
+        check_choice(self.collinear, "collinear", ["drop", "keep"])
         check_int(self.max_iter, "max_iter", min_value=1)
         check_scalar_in(self.tol, "tol", low=0.0, low_inclusive=False)
         if self.knockoffs and self.basis != "linear":
@@ -317,16 +471,22 @@ class SGShift(BaseEstimator):
                              f"classes {self.classes_}")
         return (y == self.classes_[1]).astype(float)
 
-    def _resolve_task(self, y):
+    def _resolve_task(self, y, source_model=None):
         labels = np.unique(y)
         task = self.task
+        logistic_model = source_model is not None and (
+            is_classifier(source_model) or hasattr(source_model, "predict_proba"))
         if task == "auto":
-            task = "classification" if labels.size <= 2 else "regression"
+            # A classifier's offset is a logit: y is then a class label, never a regression
+            # target, whatever its number of distinct values.
+            task = "classification" if labels.size <= 2 or logistic_model else "regression"
         if task == "classification":
             if labels.size > 2:
+                origin = (" (task='auto' with a classifier as source_model)"
+                          if self.task == "auto" else "")
                 raise ValueError(f"y_target has {labels.size} distinct values; the logistic "
-                                 "(classification) outcome needs binary labels — multiclass "
-                                 "concept shift is not supported")
+                                 f"(classification) outcome{origin} needs binary labels — "
+                                 "multiclass concept shift is not supported")
             if labels.size < 2:
                 raise ValueError("y_target has a single class; classification needs both "
                                  "classes in the target sample")
@@ -381,7 +541,7 @@ class SGShift(BaseEstimator):
         self.n_features_in_ = p
         if hasattr(X_raw, "columns"):
             self.feature_names_in_ = np.asarray(X_raw.columns, dtype=object)
-        self._resolve_task(y)
+        self._resolve_task(y, source_model)
         y_enc = self._encode_y(y, "y_target")
 
         needs_source = self.absorption or self.knockoffs
@@ -412,18 +572,26 @@ class SGShift(BaseEstimator):
             if source_model is not None and needs_source:
                 fS = self._offset(source_model, X_source, "source_model on X_source")
 
-        self._design = _Design(self.basis, self.standardize).fit(XS if XS is not None else X, X)
-        self.dropped_features_ = np.setdiff1d(np.arange(p), self._design.kept_)
+        self._design = _Design(self.basis, self.standardize, self.collinear).fit(
+            XS if XS is not None else X, X)
+        self.dropped_features_ = np.setdiff1d(np.arange(p), self._design.nonconstant_)
         if self.dropped_features_.size == p:
             raise ValueError("every column of X_target is constant; expected at least one "
                              "feature that varies in the target sample")
         if self.dropped_features_.size:
             warnings.warn(f"constant features dropped from the shift model (coefficient 0): "
                           f"{self._names(self.dropped_features_)}", UserWarning, stacklevel=2)
-        self.collinear_groups_ = self._collinear_groups(X)
-        if self.collinear_groups_:
-            warnings.warn("perfectly collinear features in X_target (the lasso picks among "
-                          f"them arbitrarily): {self.collinear_groups_}", UserWarning,
+        self.collinear_groups_ = [tuple(self._names(g)) for g in self._design.collinear_groups_]
+        self.aliased_features_ = self._design.aliased_
+        if self.aliased_features_.size:
+            warnings.warn("exactly collinear features in X_target "
+                          f"{self.collinear_groups_}: reference columns "
+                          f"{self._names(self.aliased_features_)} dropped from the shift model "
+                          "(their shift is carried by the rest of their group; "
+                          "collinear='keep' keeps them)", UserWarning, stacklevel=2)
+        elif self.collinear_groups_:
+            warnings.warn("exactly collinear features in X_target (the minimum-L1 fit picks "
+                          f"among them arbitrarily): {self.collinear_groups_}", UserWarning,
                           stacklevel=2)
         DT = self._design.transform(X)
         if self.knockoffs and n < 2 * DT.shape[1] and not self.force:
@@ -485,24 +653,6 @@ class SGShift(BaseEstimator):
         if hasattr(self, "feature_names_in_"):
             return [str(self.feature_names_in_[i]) for i in idx]
         return [int(i) for i in idx]
-
-    def _collinear_groups(self, X):
-        kept = self._design.kept_
-        if kept.size < 2:
-            return []
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr = np.corrcoef(X[:, kept], rowvar=False)
-        close = np.abs(corr) > 1 - COLLINEAR_TOL
-        groups, seen = [], set()
-        for a in range(kept.size):
-            if a in seen:
-                continue
-            members = [b for b in np.flatnonzero(close[a]) if b != a]
-            if members:
-                group = [a, *members]
-                seen.update(group)
-                groups.append(tuple(self._names(kept[group])))
-        return groups
 
     def _per_feature(self, block):
         """Map design columns to features: (..., p) for linear, (..., p, q) for splines."""
@@ -664,10 +814,15 @@ class SGShift(BaseEstimator):
             return self.classes_[(eta > 0).astype(int)]
         return eta
 
-    def score_features(self, true_idx) -> dict:
-        """Feature AUROC (entry score / selection frequency), recall, precision, TP, FP, FN."""
+    def score_features(self, true_idx, features=None) -> dict:
+        """Feature AUROC (entry score / selection frequency), recall, precision, TP, FP, FN.
+
+        ``features`` restricts the evaluation (see :func:`score_selection`); precision is NaN
+        when nothing is selected.
+        """
         check_is_fitted(self, "entry_score_")
-        return score_selection(self.entry_score_, self.selected_, true_idx, self.n_features_in_)
+        return score_selection(self.entry_score_, self.selected_, true_idx, self.n_features_in_,
+                               features=features)
 
 
 class _Problem:
