@@ -29,6 +29,8 @@ github.com/zaydzuhri/token-order-prediction.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -53,6 +55,9 @@ __all__ = [
     "TOPForCausalLM",
     "ndcg_at_k",
 ]
+
+TOP_HEAD_FILE = "top_head.safetensors"
+TOP_CONFIG_FILE = "top_config.json"
 
 DENSE_TARGET_CAP = 2**28
 """Largest B*T*V the dense :func:`top_targets` builds (1 GiB of float32) before refusing."""
@@ -524,6 +529,9 @@ class TOPForCausalLM(nn.Module):
     ``input_ids``; shifted inside); ``lookahead_labels`` (B, W') are the tokens after the
     block, giving every position a full window as in the paper's 2T-token rows (§2.4).
     Without labels only the NTP logits are computed: the TOP head is unused at inference.
+    :meth:`generate` decodes with the next-token head (through the wrapped model's own
+    ``generate`` when it has one); :meth:`save_pretrained` / :meth:`from_pretrained` save and
+    load a wrapped Hugging Face model with its TOP head (``state_dict()`` works for any model).
 
     Examples
     --------
@@ -575,6 +583,98 @@ class TOPForCausalLM(nn.Module):
                              f"got {tuple(labels.shape)}")
         row = shift_labels(labels, lookahead_labels, self.ignore_index)
         return self.loss_fn(hidden, row, lm_head, self.top_head)
+
+    @torch.no_grad()
+    def generate(self, input_ids: torch.Tensor, **kwargs) -> torch.Tensor:
+        """Generate with the next-token head only (the TOP head is unused at inference).
+
+        A wrapped Hugging Face model generates through its own ``generate`` with every option
+        it takes (``max_new_tokens``, ``do_sample``, ``attention_mask``, ...); the result is
+        the same as ``lm.model.generate(...)``. A model without ``generate`` (e.g.
+        :class:`~icml26.top.gpt.TinyGPT`) is decoded greedily for ``max_new_tokens``
+        (default 20) tokens, the only option it takes.
+
+        Returns
+        -------
+        LongTensor of shape (B, T + new tokens): the prompt followed by the generated ids.
+        """
+        check_labels(input_ids, self.vocab_size, ignore_index=0, name="input_ids")
+        if callable(getattr(self.model, "generate", None)):
+            return self.model.generate(input_ids, **kwargs)
+        unknown = sorted(set(kwargs) - {"max_new_tokens"})
+        if unknown:
+            raise TypeError(f"{type(self.model).__name__} has no generate(); greedy decoding "
+                            f"takes only max_new_tokens, got {unknown}")
+        max_new = kwargs.get("max_new_tokens", 20)
+        check_int(max_new, "max_new_tokens", min_value=0)
+        limit = getattr(getattr(self.model, "config", None), "block_size", None)
+        if limit is not None and input_ids.shape[1] + max_new > limit:
+            raise ValueError(f"prompt length {input_ids.shape[1]} + max_new_tokens={max_new} "
+                             f"exceeds the model's block_size={limit}")
+        was_training, ids = self.training, input_ids
+        self.eval()
+        for _ in range(max_new):
+            ids = torch.cat([ids, self(ids).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+        self.train(was_training)
+        return ids
+
+    def save_pretrained(self, save_directory: str, **kwargs) -> None:
+        """Save a wrapped Hugging Face model, its TOP head and the TOP settings.
+
+        ``save_directory`` holds an ordinary Hugging Face checkpoint of the wrapped model
+        (``AutoModelForCausalLM.from_pretrained(save_directory)`` loads it without the TOP
+        head, as for inference), plus ``top_head.safetensors`` and ``top_config.json``
+        (window, top_weight, ignore_index, positions) for :meth:`from_pretrained`.
+        ``kwargs`` go to the wrapped model's ``save_pretrained``. A custom ``loss_fn`` is not
+        saved. Models without ``save_pretrained`` (e.g. ``TinyGPT``): save ``state_dict()``
+        and load it into a wrapper built the same way.
+        """
+        save = getattr(self.model, "save_pretrained", None)
+        if not callable(save):
+            raise TypeError(f"save_pretrained needs a Hugging Face model; {type(self.model).__name__} "
+                            "has none: use torch.save(lm.state_dict(), path) and "
+                            "lm.load_state_dict(torch.load(path)) on a wrapper built the same way")
+        from safetensors.torch import save_file
+
+        os.makedirs(save_directory, exist_ok=True)
+        save(save_directory, **kwargs)
+        save_file({"weight": self.top_head.weight.detach().contiguous()},
+                  os.path.join(save_directory, TOP_HEAD_FILE))
+        settings = {"window": self.loss_fn.window, "top_weight": self.loss_fn.top_weight,
+                    "ignore_index": self.ignore_index, "positions": self.loss_fn.positions}
+        with open(os.path.join(save_directory, TOP_CONFIG_FILE), "w") as fh:
+            json.dump(settings, fh, indent=2)
+
+    @classmethod
+    def from_pretrained(cls, save_directory: str, model_class=None, **kwargs) -> "TOPForCausalLM":
+        """Load what :meth:`save_pretrained` wrote.
+
+        Parameters
+        ----------
+        save_directory : str
+        model_class : class, optional
+            The wrapped model's class (default ``transformers.AutoModelForCausalLM``).
+        **kwargs
+            Passed to ``model_class.from_pretrained`` (``dtype``, ...).
+        """
+        from safetensors.torch import load_file
+
+        paths = [os.path.join(save_directory, name) for name in (TOP_CONFIG_FILE, TOP_HEAD_FILE)]
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            raise FileNotFoundError(f"save_directory={save_directory!r} is not a TOPForCausalLM "
+                                    f"checkpoint: missing {', '.join(missing)}")
+        if model_class is None:
+            from transformers import AutoModelForCausalLM as model_class
+        with open(paths[0]) as fh:
+            settings = json.load(fh)
+        lm = cls(model_class.from_pretrained(save_directory, **kwargs), **settings)
+        weight = load_file(paths[1])["weight"]
+        if weight.shape != lm.top_head.weight.shape:
+            raise ValueError(f"{paths[1]} holds a TOP head of shape {tuple(weight.shape)}; the model "
+                             f"needs {tuple(lm.top_head.weight.shape)}")
+        lm.top_head.proj.weight.data.copy_(weight.to(lm.top_head.weight.dtype))
+        return lm
 
 
 def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
