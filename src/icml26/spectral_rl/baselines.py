@@ -1,0 +1,140 @@
+"""Baselines: proto-value functions, random features, and a learned graph-drawing representation.
+
+- Proto-value functions (Mahadevan & Maggioni, JMLR 2007): eigenvectors of the Laplacian of
+  the *unweighted*, undirected state graph — policy-agnostic.
+- Random features: the constant plus k − 1 random vectors, ρ-orthonormalized.
+- Generalized graph-drawing objective (Wang et al. 2021; Wu et al. 2019 for the plain GDO),
+  tabular, in torch, trained on sampled transitions:
+  ``Σ_i c_i E_{(s,s')}[(f_i(s) − f_i(s'))²] + β Σ_ij (E_{s~ρ̂}[f_i(s) f_j(s)] − δ_ij)²`` with
+  ``c_1 > … > c_k``. Written here (the reference repositories are TensorFlow/JAX research code).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from icml26.core.validation import check_choice, check_int, check_scalar_in
+
+from .laplacian import symmetric_eigenpairs
+from .mdp import as_generator, check_transition_matrix
+
+__all__ = ["proto_value_functions", "random_features", "rho_orthonormalize", "GraphDrawingFeatures"]
+
+
+def rho_orthonormalize(F: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """Columns spanning the same space as F, orthonormal in ``⟨u, v⟩_ρ`` (QR of ``D^{1/2}F``)."""
+    q, _ = np.linalg.qr(np.sqrt(rho)[:, None] * np.asarray(F, dtype=np.float64))
+    return q / np.sqrt(rho)[:, None]
+
+
+def proto_value_functions(P: Any, k: int, normalized: bool = False) -> np.ndarray:
+    """Bottom-k eigenvectors of the unweighted undirected state-graph Laplacian (n × k).
+
+    The graph joins i ≠ j when ``P_ij > 0`` or ``P_ji > 0``; ``normalized=True`` uses
+    ``I − D^{-1/2}AD^{-1/2}`` instead of ``D − A``.
+    """
+    M = check_transition_matrix(P)
+    n = M.shape[0]
+    k = check_int(k, "k", min_value=1, max_value=n)
+    A = ((M + M.T) > 0).astype(np.float64).tolil()
+    A.setdiag(0)
+    A = sp.csr_matrix(A)
+    deg = np.asarray(A.sum(axis=1)).ravel()
+    if normalized:
+        s = 1.0 / np.sqrt(np.maximum(deg, 1e-300))
+        L = sp.identity(n) - sp.diags(s) @ A @ sp.diags(s)
+    else:
+        L = sp.diags(deg) - A
+    _, vecs = symmetric_eigenpairs(L, k, "dense")
+    return vecs
+
+
+def random_features(n_states: int, k: int, rho: np.ndarray, rng: Any = None) -> np.ndarray:
+    """The constant vector and k − 1 Gaussian vectors, ρ-orthonormalized (n × k)."""
+    n_states = check_int(n_states, "n_states", min_value=1)
+    k = check_int(k, "k", min_value=1, max_value=n_states)
+    F = np.column_stack([np.ones(n_states), as_generator(rng).standard_normal((n_states, k - 1))])
+    return rho_orthonormalize(F, np.asarray(rho, dtype=np.float64))
+
+
+class GraphDrawingFeatures:
+    """Tabular generalized graph-drawing features learned with Adam from transitions.
+
+    Parameters
+    ----------
+    n_components : int
+        k features.
+    beta : float
+        Weight of the orthonormality penalty (5 as in the reference setting).
+    lr : float
+        Adam learning rate.
+    n_steps : int
+        Optimisation steps (mini-batches of ``batch_size`` transitions).
+    batch_size : int
+    coefficients : {"decreasing", "equal"}
+        ``c_i = k − i + 1`` (generalized GDO, recovers individual eigenvectors) or all 1
+        (Wu et al.'s GDO, recovers the subspace only).
+    seed : int
+
+    Attributes
+    ----------
+    features_ : (n_states, k) array
+        The learned f_i(s).
+    loss_curve_ : list of float
+        Objective every 100 steps.
+    """
+
+    def __init__(self, n_components: int = 4, beta: float = 5.0, lr: float = 1e-3,
+                 n_steps: int = 5000, batch_size: int = 1024, coefficients: str = "decreasing",
+                 seed: int = 0):
+        self.n_components = n_components
+        self.beta = beta
+        self.lr = lr
+        self.n_steps = n_steps
+        self.batch_size = batch_size
+        self.coefficients = coefficients
+        self.seed = seed
+
+    def fit(self, states: Any, next_states: Any, n_states: int) -> "GraphDrawingFeatures":
+        import torch
+
+        from .estimation import _check_transitions
+
+        s, s2 = _check_transitions(states, next_states, n_states)
+        k = check_int(self.n_components, "n_components", min_value=1, max_value=n_states)
+        check_scalar_in(self.beta, "beta", low=0.0)
+        check_scalar_in(self.lr, "lr", low=0.0, low_inclusive=False)
+        n_steps = check_int(self.n_steps, "n_steps", min_value=1)
+        batch = check_int(self.batch_size, "batch_size", min_value=1)
+        check_choice(self.coefficients, "coefficients", ("decreasing", "equal"))
+        gen = torch.Generator().manual_seed(int(self.seed))
+        c = torch.arange(k, 0, -1, dtype=torch.float64) if self.coefficients == "decreasing" \
+            else torch.ones(k, dtype=torch.float64)
+        F = torch.randn(n_states, k, generator=gen, dtype=torch.float64).requires_grad_(True)
+        opt = torch.optim.Adam([F], lr=self.lr)
+        s_t, s2_t = torch.from_numpy(s), torch.from_numpy(s2)
+        eye = torch.eye(k, dtype=torch.float64)
+        self.loss_curve_ = []
+        for step in range(n_steps):
+            idx = torch.randint(0, s_t.numel(), (batch,), generator=gen)
+            fa, fb = F[s_t[idx]], F[s2_t[idx]]
+            smooth = (c * (fa - fb).pow(2).mean(dim=0)).sum()
+            # Orthonormality under the empirical state distribution (the batch's s).
+            gram = fa.T @ fa / batch
+            loss = smooth + self.beta * (gram - eye).pow(2).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if step % 100 == 0:
+                self.loss_curve_.append(float(loss.detach()))
+        self.features_ = F.detach().numpy().copy()
+        return self
+
+    def orthonormal_basis(self, rho: np.ndarray) -> np.ndarray:
+        """Euclidean-orthonormal ``Φ̂`` spanning ``D^{1/2}F`` (to compare with the true Φ)."""
+        q, _ = scipy.linalg.qr(np.sqrt(rho)[:, None] * self.features_, mode="economic")
+        return q
