@@ -186,3 +186,21 @@ def test_readme_commands_run(readme, tmp_path, monkeypatch):
                 failures.append(f"{block.where} `{shlex.join(argv)}` exited {code}:\n"
                                 f"{text[-2000:]}")
     assert not failures, "\n\n".join(failures)
+
+
+LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]+)\)")
+
+
+@pytest.mark.parametrize("doc", [*READMES, *sorted((ROOT / "docs").glob("*.md"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve_inside_the_repository(doc):
+    """A link that works in this checkout but not in a clone (``../shared/...``) fails."""
+    bad = []
+    for m in LINK.finditer(doc.read_text(encoding="utf-8")):
+        target = m.group("target").split("#")[0]
+        if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue  # an anchor or a URL
+        path = (doc.parent / target).resolve()
+        if not path.exists() or ROOT not in path.parents and path != ROOT:
+            bad.append(target)
+    assert not bad, f"{doc.relative_to(ROOT)}: links that do not resolve in a clone: {bad}"
