@@ -311,7 +311,7 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
                           "replaced (its figures are removed).", markup=True, highlight=False)
     if scheduler:
         try:
-            check_scheduler(scheduler)
+            check_scheduler(scheduler, handshake=True)
         except ConfigError as exc:
             raise _usage_error(str(exc))
     if quick:

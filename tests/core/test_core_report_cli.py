@@ -223,3 +223,32 @@ def test_incomplete_claim_renders_distinctly_and_exits_1(example, tmp_path, monk
     assert "INCOMPLETE" in result.output
     last = _lines(result.output)[-1]
     assert "1 incomplete" in last and "unfinished (incomplete)" in last and "failed" not in last.split(";")[0]
+
+
+def test_a_port_that_is_not_a_dask_scheduler_is_one_line_and_exit_2(example, no_run, tmp_path):
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer_garbage():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4)
+            conn.close()
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        result = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path),
+                                     "--scheduler", address])
+    finally:
+        server.close()
+    assert result.exit_code == 2, result.output
+    lines = _lines(result.output)
+    assert len(lines) == 1 and address in lines[0] and "Traceback" not in result.output

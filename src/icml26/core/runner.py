@@ -165,12 +165,7 @@ def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int
                                    processes=True, dashboard_address=None)
             client = Client(cluster)
         else:
-            check_scheduler(scheduler)
-            try:
-                client = Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError) as exc:
-                raise ConfigError(f"cannot connect to the Dask scheduler at {scheduler!r}: "
-                                  f"{_one_line(exc)}") from None
+            client = _connect(scheduler)
         try:
             futures = {client.submit(run_job, *c, pure=False): i for i, c in enumerate(calls)}
             for fut in as_completed(futures):
@@ -189,11 +184,12 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def check_scheduler(address: str, timeout: float = 5.0) -> None:
+def check_scheduler(address: str, timeout: float = 5.0, *, handshake: bool = False) -> None:
     """Raise :class:`ConfigError` (one line) unless a Dask scheduler answers at ``address``.
 
-    ``"local"`` (a LocalCluster started by the runner) always passes. Only TCP addresses
-    (``tcp://host:port`` or ``host:port``) are probed; other protocols are left to Dask.
+    ``"local"`` (a LocalCluster started by the runner) always passes. TCP addresses
+    (``tcp://host:port`` or ``host:port``) are probed with a socket; with ``handshake=True``
+    a Dask client then connects and disconnects (what the CLI does before any job starts).
 
     Examples
     --------
@@ -215,6 +211,20 @@ def check_scheduler(address: str, timeout: float = 5.0) -> None:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(f"cannot reach the Dask scheduler at {text!r}: {reason}") from None
+    if handshake:
+        _connect(address).close()
+
+
+def _connect(address: str):
+    """A ``distributed.Client`` for ``address``, or :class:`ConfigError` in one line."""
+    from distributed import Client
+
+    check_scheduler(address)
+    try:
+        return Client(address, timeout="10s")
+    except Exception as exc:  # noqa: BLE001 - refused, timed out, or not a Dask scheduler
+        raise ConfigError(f"cannot connect to a Dask scheduler at {address!r} "
+                          f"({type(exc).__name__}: {_one_line(exc)})") from None
 
 
 def _close_figures(result: Result) -> None:
