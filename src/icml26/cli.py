@@ -321,9 +321,13 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         bars = {(exp.slug, part.name): progress.add_task(
-                    f"{exp.slug} · {part.name}", total=len(expand_jobs(part, cfg, sd)))
+                    f"{exp.slug} · {part.name}", total=len(expand_jobs(part, cfg, sd)),
+                    start=False)
                 for exp, plan in zip(experiments, plans) for part, cfg, sd in plan}
         for exp in experiments:
+            for (slug, _), bar in bars.items():
+                if slug == exp.slug:  # its clock (elapsed, ETA) starts with its experiment
+                    progress.start_task(bar)
             try:
                 outcomes.append(run_experiment(
                     exp, parts=parts or None, quick=quick, seeds=seeds, overrides=overrides,
