@@ -2,13 +2,15 @@
 :class:`Result`, and the registry.
 
 An *experiment* is one paper's reproduction. It holds one or more named *parts* (the
-spec's E1, E2, "scaling", ...). A part has a ``quick`` and a ``full`` config (frozen
+paper's E1, E2, "scaling", ...). A part has a ``quick`` and a ``full`` config (frozen
 dataclasses), the seeds it runs by default, a function ``run(config, seed[, task]) ->
 metrics`` that the runner can execute on any worker, and ``summarize(jobs, config) ->
 Result`` that aggregates the per-job metrics into tables, figures and claims.
 
 Registration happens when ``icml26.<slug>.experiment`` is imported; discovery imports
 every method folder that has such a module, so there is no central list to edit.
+(``icml26 list`` describes the methods from :mod:`icml26.core.catalog` without importing
+them.)
 
 Examples
 --------
@@ -100,7 +102,7 @@ class Claim:
     measured : float or str or None
         What this run measured (a number, or text for compound measurements).
     bar : str
-        The acceptance bar from the spec, as text ("≥ 0.62").
+        The acceptance bar, written down before the run, as text ("≥ 0.62").
     passed : bool
         Whether the measurement meets the bar. A missing or non-finite measurement
         never passes.
@@ -207,7 +209,7 @@ class Result:
 
 @dataclass
 class Part:
-    """One named part of an experiment (the spec's E1, E2, "scaling", ...).
+    """One named part of an experiment (the paper's E1, E2, "scaling", ...).
 
     Parameters
     ----------
