@@ -258,9 +258,13 @@ class _Base:
 
     def _popen(self, argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s, stdin):
         timeout = float(limits.wall_s if timeout_s is None else timeout_s)
+        runtime = _runtime_paths() if self.isolation != "none" else []
+        # A read-only path inside a runtime folder is visible already (binding it again
+        # fails on symlinks, e.g. a virtual environment's bin/python).
+        ro = [Path(p) for p in ro_paths]
+        ro = [p for p in ro if not any(r == p or r in p.parents for r in runtime)]
         full = self._wrap([str(a) for a in argv], Path(cwd), limits,
-                          [Path(p) for p in rw_paths], [Path(p) for p in hidden_paths],
-                          [Path(p) for p in ro_paths])
+                          [Path(p) for p in rw_paths], [Path(p) for p in hidden_paths], ro)
         env = {**env, **getattr(self, "_env_extra", {})}
         cgroup = PidsCgroup.create(limits.nproc)
         proc = subprocess.Popen(
