@@ -13,6 +13,7 @@ from icml26.core.runner import run_part
 from icml26.safedec.experiment import EXPERIMENT
 
 SMALL = {"episodes": "8", "n_demos": "60", "train_steps": "40"}
+MAIN_SMALL = {**SMALL, "dev_episodes": "8", "rcd_betas": "8,16"}
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def exp():
 
 def test_main_part_quick_guarantees_hold(exp):
     out = run_part(exp, "main", quick=True, seeds=1,
-                   overrides={**SMALL, "greedy": "false", "alphas": "5"})
+                   overrides={**MAIN_SMALL, "greedy": "false", "alphas": "5"})
     claims = out.claims_by_name()
     assert len(claims) == 12
     for name in ("E1(b) HCD satisfaction, min over seeds and families (%)",

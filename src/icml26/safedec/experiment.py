@@ -19,7 +19,7 @@ from scipy import stats
 
 from ..core.experiment import Claim, Experiment, Part, Result, register
 from ..core.stats import loglog_slope, mean_std, summary_table
-from .data import CELL, GRID, ROT_L, ROT_R, FWD, FAST, BACK, WorldConfig, lattice_step
+from .data import CELL, GRID, N_TOKENS, ROT_L, ROT_R, FWD, FAST, BACK, WorldConfig, lattice_step
 from .decoding import SafeDecoder
 from .baselines import RejectionDecoder
 from .exact import exact_sequence_laws, total_variation
@@ -48,8 +48,25 @@ def _summ(m: dict) -> dict:
 
 @dataclass(frozen=True)
 class MainConfig:
+    """E1 settings.
+
+    ``rcd_bonus``: ``"bounded"`` (default) uses RCD with ``r_clip = 0`` — the bonus
+    ``α·exp(β·min(r, 0))`` is the constant α on every safe token and decays on unsafe ones, so
+    it shifts the logits by at most α, on the scale of the policy's own preferences — with
+    (α, β) in ``alphas × rcd_betas`` chosen per policy seed on ``dev_episodes`` held-out
+    episodes (a separate random stream), never on the judged episodes; ``"spec"`` is the
+    earlier resolution (β = 2, r_clip = 1, both α judged on the test episodes).
+    ``logp_compare``: ``"paired"`` compares log π of HCD and Filter at the intervention steps,
+    both decoders evaluated on the same logits, prefix and uniform; ``"trajectory"`` compares
+    the mean executed log π of the two trajectories (the earlier, unpaired measure).
+    """
+
     episodes: int = 200
     alphas: tuple = (5.0, 10.0)
+    rcd_bonus: str = "bounded"
+    rcd_betas: tuple = (8.0, 12.0, 16.0)
+    dev_episodes: int = 100
+    logp_compare: str = "paired"
     greedy: bool = True
     n_demos: int = 2000
     train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
@@ -73,6 +90,44 @@ def _setup(config, seed: int, world: WorldConfig = WorldConfig()):
     return policy, episodes_for(seed, config.episodes, world), uniforms_for(seed, config.episodes)
 
 
+def rcd_bar(u_sat: float, u_sr: float, h_sr: float) -> tuple:
+    """E1(e)'s bar: satisfaction ≥ Uncon + ½(100 − Uncon), SR ≥ max(HCD SR − 1, Uncon SR − 8) (in %)."""
+    return u_sat + 0.5 * (100.0 - u_sat), max(h_sr - 1.0, u_sr - 8.0)
+
+
+RCD_SPEC = {"beta": 2.0, "r_clip": 1.0}   # the spec's resolution (the paper gives neither)
+
+
+def _rcd_grid(config) -> list:
+    if config.rcd_bonus == "spec":
+        return [dict(alpha=a, **RCD_SPEC) for a in config.alphas]
+    if config.rcd_bonus != "bounded":
+        raise ValueError(f"rcd_bonus must be 'bounded' or 'spec', got {config.rcd_bonus!r}")
+    return [dict(alpha=a, beta=b, r_clip=0.0) for a in config.alphas for b in config.rcd_betas]
+
+
+def select_rcd(config, policy, seed: int, family: str) -> tuple:
+    """Choose RCD's (α, β) on the dev split of ``seed``: the largest smaller margin to E1(e)'s bar.
+
+    Each grid point scores ``min(sat − need_sat, SR − need_sr)`` against the bar computed from
+    Uncon and HCD on the same dev episodes, so a setting that passes on dev is preferred, and
+    among those the one with the most room on both sides. Returns the chosen settings and
+    the dev measurements of every grid point.
+    """
+    episodes = episodes_for(seed, config.dev_episodes, _world(config), split="dev")
+    uniforms = uniforms_for(seed, config.dev_episodes, split="dev")
+    base = {k: _summ(rollout(policy, episodes, family, k, uniforms=uniforms)) for k in ("uncon", "hcd")}
+    need_sat, need_sr = rcd_bar(base["uncon"]["sat"], base["uncon"]["success"], base["hcd"]["success"])
+    dev, best, best_score = [], None, -np.inf
+    for kw in _rcd_grid(config):
+        m = _summ(rollout(policy, episodes, family, "rcd", uniforms=uniforms, **kw))
+        score = min(m["sat"] - need_sat, m["success"] - need_sr)
+        dev.append({**kw, "sat": m["sat"], "success": m["success"], "score": score})
+        if score > best_score:
+            best, best_score = kw, score
+    return best, {"grid": dev, "need_sat": need_sat, "need_sr": need_sr}
+
+
 def _main_tasks(config):
     return [{"family": f} for f in ("avoid", "geofence", "free")]
 
@@ -83,20 +138,29 @@ def run_main(config: MainConfig, seed: int, task: dict) -> dict:
     runs = {"uncon": dict(decoder_name="uncon")}
     if config.greedy:
         runs["uncon_greedy"] = dict(decoder_name="uncon", greedy=True)
+    selected, dev = None, None
     if family != "free":
-        runs.update(filter=dict(decoder_name="filter"), reject=dict(decoder_name="reject", seed=seed),
-                    hcd=dict(decoder_name="hcd"), rcd0=dict(decoder_name="rcd", alpha=0.0))
-        for a in config.alphas:
-            runs[f"rcd{a:g}"] = dict(decoder_name="rcd", alpha=a)
+        runs.update(filter=dict(decoder_name="filter", shadow="hcd"),
+                    reject=dict(decoder_name="reject", seed=seed),
+                    hcd=dict(decoder_name="hcd", shadow="filter"), rcd0=dict(decoder_name="rcd", alpha=0.0))
+        if config.rcd_bonus == "spec":
+            for kw in _rcd_grid(config):
+                runs[f"rcd{kw['alpha']:g}"] = dict(decoder_name="rcd", **kw)
+        else:
+            selected, dev = select_rcd(config, policy, seed, family)
+            runs["rcd"] = dict(decoder_name="rcd", **selected)
         if config.greedy:
             runs["hcd_greedy"] = dict(decoder_name="hcd", greedy=True)
-    out, tokens = {}, {}
+    out, tokens, paired = {}, {}, {}
     for name, kw in runs.items():
         m = rollout(policy, episodes, family, uniforms=uniforms, **kw)
         out[name] = _summ(m)
         tokens[name] = m["tokens"]
+        if "paired_diff" in m:
+            paired[name] = {"diff_sum": float(m["paired_diff"].sum()), "steps": int(m["paired_n"].sum())}
     same = bool(np.array_equal(tokens["rcd0"], tokens["uncon"])) if "rcd0" in tokens else None
-    return {"family": family, "decoders": out, "rcd0_equals_uncon": same, "world": asdict(_world(config))}
+    return {"family": family, "decoders": out, "rcd0_equals_uncon": same, "world": asdict(_world(config)),
+            "rcd_selected": selected, "rcd_dev": dev, "paired_logp": paired}
 
 
 def _records(jobs, key="decoders"):
@@ -122,8 +186,22 @@ def summarize_main(jobs, config: MainConfig) -> Result:
     for fam in ("avoid", "geofence"):
         claims.append(Claim.between(f"E1(a) Uncon satisfaction {fam} (%)", _mean(df, fam, "uncon", "sat"),
                                     45, 85, paper=paper_cal))
+    greedy_sr = _mean(df, "free", "uncon_greedy", "success")
+    greedy_len = _mean(df, "free", "uncon_greedy", "length")
+    floor = config.label_smoothing / N_TOKENS            # BC target mass on every other token
+    cap = 100.0 * (1.0 - floor) ** max(greedy_len - 1.0, 0.0) if np.isfinite(greedy_len) else float("nan")
     claims.append(Claim.at_least("E1(a) Uncon SR on free (%)", _mean(df, "free", "uncon", "success"), 70,
-                                 paper="policy is competent (SPOC SR ≈ 82 %)"))
+                                 paper="policy is competent (SPOC SR ≈ 82 %)",
+                                 note=(f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing "
+                                       f"≈ {cap:.0f} %" if np.isfinite(greedy_sr) else "")))
+    if np.isfinite(greedy_sr):
+        notes.append(f"E1(a) free-family success: sampled (τ = 1, the spec's acceptance) "
+                     f"{_mean(df, 'free', 'uncon', 'success'):.1f} %, greedy {greedy_sr:.1f} %. "
+                     f"Label smoothing {config.label_smoothing:g} trains every non-target token, STOP "
+                     f"included, towards probability {config.label_smoothing:g}/{N_TOKENS} = {floor:.4f}, so "
+                     f"a sampled episode of ~{greedy_len:.0f} steps survives without an early STOP with "
+                     f"probability ≈ (1 − {floor:.4f})^{greedy_len - 1:.0f} = {cap:.0f} %: sampling caps success "
+                     f"there whatever the policy learned; greedy decoding never picks a 1.4 % token.")
     constrained = df[df.family.isin(["avoid", "geofence"])]
     hcd_min = constrained[constrained.decoder == "hcd"]["sat"].min()
     claims.append(Claim.at_least("E1(b) HCD satisfaction, min over seeds and families (%)", hcd_min, 100,
@@ -137,29 +215,57 @@ def summarize_main(jobs, config: MainConfig) -> Result:
                                      paper="+0.5 (avoid), +4.5 (geofence)"))
     for fam in ("avoid", "geofence"):
         u_sat, u_sr = _mean(df, fam, "uncon", "sat"), _mean(df, fam, "uncon", "success")
-        h_sr = _mean(df, fam, "hcd", "success")
-        need_sat, need_sr = u_sat + 0.5 * (100 - u_sat), max(h_sr - 1, u_sr - 8)
-        parts, ok = [], False
-        for a in config.alphas:
-            s, r = _mean(df, fam, f"rcd{a:g}", "sat"), _mean(df, fam, f"rcd{a:g}", "success")
-            passed = s >= need_sat and r >= need_sr
-            ok |= passed
-            parts.append(f"α={a:g}: sat {s:.1f}, SR {r:.1f}")
-        claims.append(Claim(f"E1(e) RCD closes ≥ half the violation gap, keeps SR, {fam}",
-                            "RCD 93 % sat / 76 % SR (avoid); 95.4 / 80.2 (geofence)", "; ".join(parts),
-                            f"one α: sat ≥ {need_sat:.1f} and SR ≥ {need_sr:.1f}", ok))
+        need_sat, need_sr = rcd_bar(u_sat, u_sr, _mean(df, fam, "hcd", "success"))
+        paper = "RCD 93 % sat / 76 % SR (avoid); 95.4 / 80.2 (geofence)"
+        bar = f"sat ≥ {need_sat:.1f} and SR ≥ {need_sr:.1f}"
+        if config.rcd_bonus == "spec":
+            parts, ok = [], False
+            for a in config.alphas:
+                s_, r = _mean(df, fam, f"rcd{a:g}", "sat"), _mean(df, fam, f"rcd{a:g}", "success")
+                ok |= s_ >= need_sat and r >= need_sr
+                parts.append(f"α={a:g}: sat {s_:.1f}, SR {r:.1f}")
+            claims.append(Claim(f"E1(e) RCD closes ≥ half the violation gap, keeps SR, {fam}", paper,
+                                "; ".join(parts), "one α (β = 2, r_clip = 1): " + bar, ok))
+            continue
+        s_, r = _mean(df, fam, "rcd", "sat"), _mean(df, fam, "rcd", "success")
+        chosen = [j.metrics["rcd_selected"] for j in jobs if j.metrics["family"] == fam]
+        picks = ", ".join(f"α={c['alpha']:g} β={c['beta']:g}" for c in chosen)
+        claims.append(Claim(f"E1(e) RCD (bounded bonus, α/β chosen on dev) closes ≥ half the violation "
+                            f"gap, keeps SR, {fam}", paper, f"sat {s_:.1f}, SR {r:.1f}",
+                            bar, bool(s_ >= need_sat and r >= need_sr),
+                            note=f"r_clip = 0; per-seed dev choice: {picks}"))
     for fam in ("avoid", "geofence"):
-        per_seed = []
-        for seed in sorted(df.seed.unique()):
-            sel = df[(df.family == fam) & (df.seed == seed)].set_index("decoder")["logp"]
-            per_seed.append(sel["hcd"] - sel["filter"])
-        claims.append(Claim.at_least(f"E1(f) HCD − Filter executed log π, min over seeds, {fam}",
-                                     float(np.min(per_seed)), 0.0,
-                                     paper="filtering breaks the autoregressive context"))
+        per_seed, per_seed_traj, steps = [], [], []
+        for j in sorted((j for j in jobs if j.metrics["family"] == fam), key=lambda j: j.seed):
+            sel = df[(df.family == fam) & (df.seed == j.seed)].set_index("decoder")["logp"]
+            per_seed_traj.append(sel["hcd"] - sel["filter"])
+            pl = j.metrics["paired_logp"]
+            n = pl["hcd"]["steps"] + pl["filter"]["steps"]
+            # HCD's rollout scores hcd − filter; Filter's rollout scores filter − hcd.
+            per_seed.append((pl["hcd"]["diff_sum"] - pl["filter"]["diff_sum"]) / n if n else float("nan"))
+            steps.append(n)
+        traj_text = f"unpaired trajectory means, min over seeds {np.min(per_seed_traj):+.4f}"
+        if config.logp_compare == "trajectory":
+            claims.append(Claim.at_least(f"E1(f) HCD − Filter executed log π, min over seeds, {fam}",
+                                         float(np.min(per_seed_traj)), 0.0,
+                                         paper="filtering breaks the autoregressive context"))
+            continue
+        claims.append(Claim.at_least(
+            f"E1(f) HCD − Filter log π at intervention steps (paired), min over seeds, {fam}",
+            float(np.nanmin(per_seed)), 0.0, paper="filtering breaks the autoregressive context",
+            note=(f"per seed {', '.join(f'{v:+.3f}' for v in per_seed)} over "
+                  f"{', '.join(map(str, steps))} steps; {traj_text}")))
     eq = [bool(j.metrics["rcd0_equals_uncon"]) for j in jobs if j.metrics["family"] != "free"]
     claims.append(Claim("E1(g) RCD α=0 equals Uncon bit for bit", "α = 0 is the base policy",
                         f"{sum(map(bool, eq))}/{len(eq)} runs identical", "all identical", all(eq)))
     world = jobs[0].metrics["world"]
+    if config.rcd_bonus == "bounded":
+        for j in sorted((j for j in jobs if j.metrics["rcd_dev"]), key=lambda j: (j.metrics["family"], j.seed)):
+            d = j.metrics["rcd_dev"]
+            grid = "; ".join(f"α={g['alpha']:g} β={g['beta']:g}: {g['sat']:.0f}/{g['success']:.0f}"
+                             for g in d["grid"])
+            notes.append(f"E1(e) dev split, {j.metrics['family']} seed {j.seed} (bar sat ≥ {d['need_sat']:.1f}, "
+                         f"SR ≥ {d['need_sr']:.1f}; sat/SR %): {grid}")
     notes.append(f"calibration knobs fixed before judging E1: p_on={world['p_on']}, "
                  f"p_slow={world['p_slow']}, fence margin U{tuple(world['fence_margin'])} m")
     fig = _main_figure(df)
@@ -192,6 +298,8 @@ def _main_figure(df):
 class AlphaConfig:
     episodes: int = 200
     alphas: tuple = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 25.0)
+    beta: float = 2.0         # the spec's RCD resolution (β = 2, r_clip = 1); E1 uses the bounded bonus
+    r_clip: float = 1.0
     n_demos: int = 2000
     train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
     dropout: float = 0.0      # deviation: spec 0.1 (regularisation hurt closed-loop success)
@@ -202,7 +310,8 @@ def run_alpha(config: AlphaConfig, seed: int) -> dict:
     policy, episodes, uniforms = _setup(config, seed)
     out = {}
     for a in config.alphas:
-        out[f"{a:g}"] = _summ(rollout(policy, episodes, "avoid", "rcd", uniforms=uniforms, alpha=a))
+        out[f"{a:g}"] = _summ(rollout(policy, episodes, "avoid", "rcd", uniforms=uniforms, alpha=a,
+                                      beta=config.beta, r_clip=config.r_clip))
     return {"family": "avoid", "decoders": out}
 
 
@@ -237,6 +346,8 @@ class MismatchConfig:
     mismatch: float = 0.15
     delta: float = 0.36
     alpha: float = 5.0
+    beta: float = 2.0         # the spec's RCD resolution (β = 2, r_clip = 1)
+    r_clip: float = 1.0
     n_demos: int = 2000
     train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
     dropout: float = 0.0      # deviation: spec 0.1 (regularisation hurt closed-loop success)
@@ -247,7 +358,7 @@ def run_mismatch(config: MismatchConfig, seed: int) -> dict:
     policy, episodes, uniforms = _setup(config, seed)
     runs = {"uncon": dict(decoder_name="uncon"), "hcd": dict(decoder_name="hcd"),
             "hcd_delta": dict(decoder_name="hcd_delta", delta=config.delta),
-            "rcd": dict(decoder_name="rcd", alpha=config.alpha)}
+            "rcd": dict(decoder_name="rcd", alpha=config.alpha, beta=config.beta, r_clip=config.r_clip)}
     out = {name: _summ(rollout(policy, episodes, "avoid", uniforms=uniforms, mismatch=config.mismatch,
                                env_seed=seed, **kw)) for name, kw in runs.items()}
     return {"family": "avoid", "decoders": out}
@@ -567,7 +678,7 @@ EXPERIMENT = register(Experiment(
         "The overhead is linear in |A| and the spec size, constant in time",
     ],
     parts=[
-        Part("main", run_main, summarize_main, quick=MainConfig(episodes=100), full=MainConfig(),
+        Part("main", run_main, summarize_main, quick=MainConfig(episodes=100, dev_episodes=50), full=MainConfig(),
              seeds=(0, 1, 2, 3, 4), quick_seeds=(0, 1, 2), tasks=_main_tasks,
              description="E1: Uncon / Filter / Reject / HCD / RCD on avoid, geofence, free"),
         Part("alpha", run_alpha, summarize_alpha, quick=AlphaConfig(episodes=100), full=AlphaConfig(),

@@ -32,14 +32,27 @@ def trivial_spec():
     return Always(Predicate("true", lambda x: np.full(x.shape[:-1], INACTIVE)))
 
 
-def episodes_for(seed: int, n: int, config: WorldConfig = WorldConfig()) -> list:
-    """The ``n`` evaluation episodes of ``seed`` (episode k from ``default_rng([seed, k])``)."""
-    return [sample_episode(np.random.default_rng([seed, k, 101]), config) for k in range(n)]
+# Random-stream tags of the two episode splits: "test" (judged) and "dev" (for choosing
+# decoder settings, e.g. RCD's β); the streams never overlap.
+SPLITS = {"test": (101, 202), "dev": (303, 404)}
 
 
-def uniforms_for(seed: int, n: int) -> np.ndarray:
+def _split_tags(split: str) -> tuple:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
+    return SPLITS[split]
+
+
+def episodes_for(seed: int, n: int, config: WorldConfig = WorldConfig(), split: str = "test") -> list:
+    """The ``n`` episodes of ``seed`` in ``split`` (episode k from ``default_rng([seed, k, tag])``)."""
+    tag = _split_tags(split)[0]
+    return [sample_episode(np.random.default_rng([seed, k, tag]), config) for k in range(n)]
+
+
+def uniforms_for(seed: int, n: int, split: str = "test") -> np.ndarray:
     """Per-episode, per-step uniforms (n, T_MAX, N_UNIFORMS) shared by all decoders."""
-    return np.stack([np.random.default_rng([seed, k, 202]).random((T_MAX, N_UNIFORMS)) for k in range(n)])
+    tag = _split_tags(split)[1]
+    return np.stack([np.random.default_rng([seed, k, tag]).random((T_MAX, N_UNIFORMS)) for k in range(n)])
 
 
 @contextmanager
@@ -83,19 +96,32 @@ def make_decoder(name: str, spec, dynamics, *, alpha: float = 5.0, beta: float =
 
 
 def rollout(policy: NavTransformer, episodes: list, family: str, decoder_name: str, *,
-            uniforms: np.ndarray, mismatch: float = 0.0, env_seed: int = 0, **decoder_kw) -> dict:
+            uniforms: np.ndarray, mismatch: float = 0.0, env_seed: int = 0, shadow: str | None = None,
+            **decoder_kw) -> dict:
     """Run one decoder on a batch of episodes and return per-episode metrics.
+
+    Parameters
+    ----------
+    shadow : str, optional
+        A second decoder (short name) that sees the same logits, realized states and
+        uniforms at every step without acting. At each *intervention step* (a live step
+        where either decoder's token differs from the unconstrained token) the paired
+        difference ``log π(a_decoder) − log π(a_shadow)`` is accumulated.
 
     Returns
     -------
     dict of arrays (one entry per episode): ``sat``, ``rho``, ``success``, ``both``,
     ``cost``, ``length``, ``collisions``, ``interventions``, ``logp``, ``infeasible``,
     and scalars ``overhead_ms`` (decode time per step, excluding the policy forward),
-    ``forward_ms``, ``tokens`` (the executed token matrix, for bit-for-bit checks).
+    ``forward_ms``, ``tokens`` (the executed token matrix, for bit-for-bit checks); with
+    ``shadow``: ``paired_diff`` (sum of paired log π differences per episode) and
+    ``paired_n`` (intervention steps per episode).
     """
     env = LatticeNavEnv(episodes, mismatch=mismatch, seed=env_seed)
     spec = trivial_spec() if family == "free" else make_spec(episodes, family)
     decoder = make_decoder(decoder_name, spec, env.dynamics, **decoder_kw).reset()
+    twin = None if shadow is None else make_decoder(shadow, spec, env.dynamics,
+                                                    greedy=decoder_kw.get("greedy", False)).reset()
     obs, states = env.reset()
     b = len(episodes)
     cache = policy.start()
@@ -107,6 +133,7 @@ def rollout(policy: NavTransformer, episodes: list, family: str, decoder_name: s
     interventions = np.zeros(b)
     collisions = np.zeros(b)
     infeasible = np.zeros(b)
+    paired_diff, paired_n = np.zeros(b), np.zeros(b)
     decode_s = forward_s = 0.0
     n_steps = 0
     for t in range(T_MAX):
@@ -125,8 +152,15 @@ def rollout(policy: NavTransformer, episodes: list, family: str, decoder_name: s
         n_steps += 1
         tokens_np = tokens.cpu().numpy()
         base = sample_tokens(logits, u[:, 0]).cpu().numpy()
-        logp += live * torch.log_softmax(logits.double(), 1)[torch.arange(b), tokens].numpy()
+        log_pi = torch.log_softmax(logits.double(), 1)
+        logp += live * log_pi[torch.arange(b), tokens].numpy()
         interventions += live & (tokens_np != base)
+        if twin is not None:
+            other, _ = twin.decode(logits, states, u)
+            at = live & ((tokens_np != base) | (other.cpu().numpy() != base))
+            diff = (log_pi[torch.arange(b), tokens] - log_pi[torch.arange(b), other]).numpy()
+            paired_diff += np.where(at, diff, 0.0)
+            paired_n += at
         infeasible += live & info["infeasible"]
         executed[:, t] = np.where(live, tokens_np, -1)
         live_hist[:, t] = live
@@ -151,5 +185,5 @@ def rollout(policy: NavTransformer, episodes: list, family: str, decoder_name: s
         "both": sat & env.success, "cost": cost, "length": length, "collisions": collisions,
         "interventions": interventions, "logp": logp / np.maximum(length, 1), "infeasible": infeasible,
         "overhead_ms": 1e3 * decode_s / max(n_steps, 1), "forward_ms": 1e3 * forward_s / max(n_steps, 1),
-        "tokens": executed,
+        "tokens": executed, **({"paired_diff": paired_diff, "paired_n": paired_n} if twin else {}),
     }
