@@ -42,8 +42,58 @@ def test_e4_quick(experiment):
     outcome = run_part(experiment, "E4", quick=True)
     claims = outcome.claims_by_name()
     assert claims["E4 every run used exactly B calls (fraction)"].passed
-    assert "E4 RB-PEM beats Resample(5) (fraction of seeds)" in claims
+    test = claims["E4 RB-PEM beats Resample(5): one-sided sign test p"]
+    assert test.bar == "< 0.05" and "of 1 seeds" in test.note
     assert "E4 noise-free validation log-loss" in outcome.result.tables
+    assert any("post-selection" in n for n in outcome.result.notes)
+
+
+def test_e4_sign_test_matches_the_binomial_tail():
+    from math import comb
+
+    from icml26.pem.experiment import sign_test
+
+    a = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0, 2.0])
+    b = np.array([2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+    out = sign_test(a, b)                              # 7 wins, 2 losses, 1 tie
+    assert (out["wins"], out["losses"], out["ties"]) == (7, 2, 1)
+    assert out["p_one_sided"] == pytest.approx(sum(comb(9, k) for k in range(7, 10)) / 2 ** 9)
+
+
+def test_postselect_returns_the_archive_point_with_the_best_mean():
+    from icml26.pem.objective import EvaluationArchive, postselect
+
+    calls = []
+
+    def noisy(x, rng=None):
+        calls.append(1)
+        rng = np.random.default_rng(len(calls)) if rng is None else rng
+        return float(np.sum(np.asarray(x) ** 2) + 0.5 * rng.normal())
+
+    archive = EvaluationArchive(noisy, k=3)
+    for v in (2.0, 0.0, 1.0, 3.0, 0.5):
+        archive(np.array([v]))
+    assert len(archive.candidates()) == 3
+    assert len(calls) == 5                              # the archive makes no extra call
+    x, mean = postselect(noisy, archive.candidates(), runs=200, seed=0)
+    assert x.tolist() == [0.0] and abs(mean) < 0.1
+    # common random numbers: equal points would get identical means
+    _, m1 = postselect(noisy, [np.array([1.0])], runs=5, seed=1)
+    _, m2 = postselect(noisy, [np.array([1.0])], runs=5, seed=1)
+    assert m1 == m2
+
+
+def test_e4_best_observed_rule_is_still_reachable(experiment):
+    from dataclasses import replace
+
+    from icml26.pem.experiment import run_hpo
+
+    quick = experiment.part("E4").config(quick=True)
+    out = run_hpo(replace(quick, returned_point="best_observed",
+                          algorithms=("rbpem", "resample5")), 0)
+    assert set(out) == {"rbpem", "resample5"} and out["rbpem"]["calls"] == quick.budget
+    with pytest.raises(ValueError, match="returned_point"):
+        run_hpo(replace(quick, returned_point="last"), 0)
 
 
 def test_bbob_noisy_run_reports_noise_free_delta_f():

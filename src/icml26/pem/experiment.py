@@ -8,7 +8,8 @@ Parts (spec §6):
 - **E1b** n = 40, B = 100n, instances 1–3: RB-PEM vs sep-CMA-ES.
 - **E2** Rao–Blackwell mechanism check on ``F = ½‖x‖²`` with an exact (Monte-Carlo) oracle.
 - **E3** capped per-generation overhead on the E1 slice + bootstrap cost slope in ``B_bs``.
-- **E4** noisy HPO (SGD logistic regression on sklearn digits), B = 200, 10 seeds.
+- **E4** noisy HPO (SGD logistic regression on sklearn digits), B = 200, 30 seeds, one-sided
+  sign test vs Resample(5); returned point post-selected as in the official runner.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from icml26.core.stats import loglog_slope
 from .baselines import ResampleCMA, SepCMABaseline, UHCMA
 from .data import (HIGH_MISRANKING_FUNCTIONS, HPO_BOUNDS, HPO_X0, TARGET_PRECISION,
                    NoisyLogRegHPO, mechanism_candidate_sets, run_on_bbob_noisy)
-from .objective import BudgetedObjective
+from .objective import BudgetedObjective, EvaluationArchive, postselect
 from .pem import RBPEM, expected_rank_weights, power_rank_weights, ranks_of
 from .probe_switch import ProbeSwitch
 
@@ -117,26 +118,33 @@ def _records(jobs) -> pd.DataFrame:
     return frame
 
 
+def sign_test(a, b) -> dict:
+    """Paired one-sided exact sign test that ``a`` is lower than ``b`` (ties dropped)."""
+    from scipy.stats import binomtest
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    wins, losses = int(np.sum(a < b)), int(np.sum(a > b))
+    n = wins + losses
+    p = float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else 1.0
+    return {"wins": wins, "losses": losses, "ties": int(a.size - n), "p_one_sided": p}
+
+
 def pairwise(frame: pd.DataFrame, a: str, b: str) -> dict:
     """Paired wins of ``a`` over ``b`` per (seed, function, instance).
 
     Both runs at COCO's 1e-8 target (or equal values) is a tie, counted as half a win in
     the win rate and dropped from the one-sided exact sign test.
     """
-    from scipy.stats import binomtest
-
     key = ["seed", "function", "instance"]
     left = frame[frame.algorithm == a].set_index(key)["delta_f"]
     right = frame[frame.algorithm == b].set_index(key)["delta_f"]
     left, right = left.align(right, join="inner")
     lv, rv = np.maximum(left.to_numpy(), TARGET_PRECISION), np.maximum(right.to_numpy(), TARGET_PRECISION)
-    wins, losses = int(np.sum(lv < rv)), int(np.sum(lv > rv))
-    ties = int(lv.size - wins - losses)
-    n = wins + losses
-    p = float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else 1.0
-    rate = (wins + 0.5 * ties) / lv.size if lv.size else float("nan")
+    test = sign_test(lv, rv)
+    rate = (test["wins"] + 0.5 * test["ties"]) / lv.size if lv.size else float("nan")
     return {"A": ALGORITHMS.get(a, a), "B": ALGORITHMS.get(b, b), "pairs": int(lv.size),
-            "wins": wins, "losses": losses, "ties": ties, "win_rate": rate, "p_one_sided": p}
+            **{k: test[k] for k in ("wins", "losses", "ties")}, "win_rate": rate,
+            "p_one_sided": test["p_one_sided"]}
 
 
 def _median_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -433,17 +441,38 @@ class HPOConfig:
     budget: int = 200
     noise_free_repeats: int = 20
     algorithms: tuple[str, ...] = ("rbpem", "probe_switch", "resample5", "sep_cma")
+    returned_point: str = "postselect"   # "postselect" (the official runner) | "best_observed"
+    postselect_k: int = 8                # archive points re-evaluated by "postselect"
+    postselect_runs: int = 16            # fresh evaluations per archive point
 
 
 def run_hpo(config: HPOConfig, seed: int) -> dict:
+    """One seed of the noisy HPO task: every algorithm at budget B, scored noise-free.
+
+    The returned point follows the official runner (``returned_point="postselect"``): the 8
+    best distinct archive points, the best observed point and x0 get 16 fresh evaluations each
+    (common random numbers, outside the budget) and the lowest mean is returned;
+    ``"best_observed"`` returns the optimizer's own best aggregated point (the earlier rule).
+    Either way the returned point is scored by ``noise_free_repeats`` independent evaluations.
+    """
+    if config.returned_point not in ("postselect", "best_observed"):
+        raise ValueError("returned_point must be 'postselect' or 'best_observed', got "
+                         f"{config.returned_point!r}")
     out = {}
     sigma0 = 0.3 * float(np.min(HPO_BOUNDS[1] - HPO_BOUNDS[0]))
     for a_index, name in enumerate(config.algorithms):
         task = NoisyLogRegHPO(seed=seed)
-        objective = BudgetedObjective(task, config.budget, record_history=False)
+        archive = EvaluationArchive(task, k=config.postselect_k)
+        objective = BudgetedObjective(archive, config.budget, record_history=False)
         result = make_optimizer(name, HPO_X0, sigma0, HPO_BOUNDS,
                                 _algo_seed(seed, 9400, a_index)).optimize(objective)
-        out[name] = {"noise_free": task.noise_free(result.x, config.noise_free_repeats),
+        x = result.x
+        if config.returned_point == "postselect":
+            candidates = [*archive.candidates(), objective.best_x, HPO_X0]
+            x, _ = postselect(lambda z, rng: task(z, rng=rng),
+                              [c for c in candidates if c is not None],
+                              runs=config.postselect_runs, seed=[int(seed), 3])
+        out[name] = {"noise_free": task.noise_free(x, config.noise_free_repeats),
                      "calls": objective.n_calls, "choice": result.info.get("choice", "")}
     return out
 
@@ -455,20 +484,27 @@ def summarize_hpo(jobs, config: HPOConfig) -> Result:
     claims = []
     for a, label in (("rbpem", "RB-PEM"), ("probe_switch", "Probe-and-switch")):
         if a in wide and "resample5" in wide:
-            wins = int(np.sum(wide[a] < wide["resample5"]))
-            claims.append(Claim.at_least(f"E4 {label} beats Resample(5) (fraction of seeds)",
-                                         wins / len(wide), 0.7, paper="Digits: 40/10 vs Res5",
-                                         note=f"{wins}/{len(wide)} seeds"))
+            test = sign_test(wide[a], wide["resample5"])
+            counts = (f"{test['wins']}/{test['losses']} (ties {test['ties']}) of {len(wide)} "
+                      f"seeds, win fraction {test['wins'] / len(wide):.2f}")
+            claims.append(Claim(f"E4 {label} beats Resample(5): one-sided sign test p",
+                                "Digits: 40/10 vs Res5", test["p_one_sided"], "< 0.05",
+                                test["p_one_sided"] < 0.05, counts))
     claims.append(Claim.at_least("E4 every run used exactly B calls (fraction)",
                                  float(np.mean(frame["calls"] == config.budget)), 1.0))
     table = wide.describe().loc[["mean", "50%", "std"]].rename(columns=ALGORITHMS).round(4)
     per_seed = wide.rename(columns=ALGORITHMS).round(4).reset_index()
     choices = frame[frame.algorithm == "probe_switch"]["choice"].value_counts().to_dict()
+    rule = ("returned point = the official runner's post-selection (top "
+            f"{config.postselect_k} archive points + best observed + x0, "
+            f"{config.postselect_runs} fresh evaluations each, lowest mean)"
+            if config.returned_point == "postselect"
+            else "returned point = best aggregated observed point of each run")
     return Result(tables={"E4 noise-free validation log-loss": table.reset_index(),
                           "E4 per seed": per_seed},
                   claims=claims, notes=[f"probe-and-switch choices: {choices}",
-                                        "returned point = best aggregated observed point of "
-                                        "each run; scored by the mean of fresh evaluations"])
+                                        f"{rule}; scored by the mean of "
+                                        f"{config.noise_free_repeats} independent evaluations"])
 
 
 EXPERIMENT = register(Experiment(
@@ -500,8 +536,8 @@ EXPERIMENT = register(Experiment(
              full=OverheadConfig(), seeds=(0,), quick_seeds=(0,),
              description="re-evaluation overhead cap and bootstrap cost slope"),
         Part(name="E4", run=run_hpo, summarize=summarize_hpo,
-             quick=HPOConfig(budget=80, noise_free_repeats=5), full=HPOConfig(),
-             seeds=tuple(range(10)), quick_seeds=(0,),
-             description="noisy HPO of SGD logistic regression on digits (B = 200)"),
+             quick=HPOConfig(budget=80, noise_free_repeats=5, postselect_k=3, postselect_runs=4),
+             full=HPOConfig(), seeds=tuple(range(30)), quick_seeds=(0,),
+             description="noisy HPO of SGD logistic regression on digits (B = 200, 30 seeds)"),
     ],
 ))

@@ -22,7 +22,8 @@ import numpy as np
 
 from icml26.core.validation import check_choice, check_int
 
-__all__ = ["BudgetExhausted", "BudgetedObjective", "OptimizeResult"]
+__all__ = ["BudgetExhausted", "BudgetedObjective", "OptimizeResult", "EvaluationArchive",
+           "postselect"]
 
 
 class BudgetExhausted(RuntimeError):
@@ -153,3 +154,105 @@ class OptimizeResult:
     history: list = field(default_factory=list)
     method: str = ""
     info: dict = field(default_factory=dict)
+
+
+class EvaluationArchive:
+    """Wrap ``fun`` and keep the ``k`` distinct points with the lowest single observed value.
+
+    The archive of the official HPO runner (``ArchiveProblem``): points are told apart after
+    rounding to 1e-6; only the first observed value of a point is kept. Use it as the function
+    inside a :class:`BudgetedObjective`; it makes no extra calls.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> float``.
+    k : int
+        Archive size (8 in the official runner).
+
+    Examples
+    --------
+    >>> arch = EvaluationArchive(lambda x: float(x[0]), k=2)
+    >>> [arch([v]) for v in (3.0, 1.0, 2.0, 1.0)]
+    [3.0, 1.0, 2.0, 1.0]
+    >>> [float(x[0]) for x in arch.candidates()]
+    [1.0, 2.0]
+    """
+
+    def __init__(self, fun: Callable, k: int = 8):
+        if not callable(fun):
+            raise TypeError(f"fun must be callable, got {type(fun).__name__}")
+        self.fun = fun
+        self.k = check_int(k, "k", min_value=1)
+        self._seen: set[bytes] = set()
+        self._items: list[tuple[float, np.ndarray]] = []
+
+    def __call__(self, x) -> float:
+        value = self.fun(x)
+        x_arr = np.asarray(x, dtype=float)
+        key = np.round(x_arr, 6).tobytes()
+        fval = _as_scalar(value)
+        if key not in self._seen and math.isfinite(fval):
+            self._seen.add(key)
+            self._items.append((fval, x_arr.copy()))
+            self._items.sort(key=lambda item: item[0])
+            del self._items[self.k:]
+        return value
+
+    def candidates(self) -> list[np.ndarray]:
+        """The archived points, best observed value first."""
+        return [x.copy() for _, x in self._items]
+
+
+def postselect(evaluate: Callable, candidates, runs: int = 16, seed=0):
+    """Return the candidate with the lowest mean of ``runs`` fresh evaluations.
+
+    The official HPO runner's returned point: the archive's top points (plus the run's best
+    observed point and the initial solution) are each evaluated ``runs`` times with *common
+    random numbers* (the same noise stream for every candidate), outside the budget; the
+    lowest mean wins.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(x, rng) -> float``, one noisy evaluation drawing its noise from ``rng``.
+    candidates : sequence of array-like
+        Duplicates (after rounding to 1e-6) are evaluated once.
+    runs : int
+        Evaluations per candidate (16 in the official runner).
+    seed : int or sequence of int
+        Seed of the common noise stream.
+
+    Returns
+    -------
+    x : ndarray
+        The selected point.
+    mean : float
+        Its mean over the ``runs`` evaluations (optimistically biased by the selection; score
+        the point with independent evaluations).
+
+    Examples
+    --------
+    >>> def noisy(x, rng):
+    ...     return float(np.sum(np.asarray(x) ** 2) + rng.normal())
+    >>> x, m = postselect(noisy, [np.ones(2), np.zeros(2), np.zeros(2)], runs=64)
+    >>> x.tolist()
+    [0.0, 0.0]
+    """
+    check_int(runs, "runs", min_value=1)
+    unique, seen = [], set()
+    for x in candidates:
+        x = np.asarray(x, dtype=float)
+        key = np.round(x, 6).tobytes()
+        if key not in seen:
+            seen.add(key)
+            unique.append(x)
+    if not unique:
+        raise ValueError("candidates is empty; expected at least one point")
+    best_x, best_mean = None, math.inf
+    for x in unique:
+        rng = np.random.default_rng(seed)            # common random numbers
+        mean = float(np.mean([_as_scalar(evaluate(x, rng)) for _ in range(runs)]))
+        if best_x is None or mean < best_mean:
+            best_x, best_mean = x.copy(), mean
+    return best_x, best_mean
