@@ -118,3 +118,22 @@ def test_to_hf_dataset_schema(frames):
     assert set(dd) == {"train", "validation", "test"}
     assert sum(len(dd[k]) for k in dd) == 30
     assert {"cyclone_id", "frames", "frame_valid_mask", "pressure", "wind", "center"} <= set(dd["train"].column_names)
+
+
+def test_background_temperature_is_what_the_renderer_uses(frames):
+    from icml26.tcbench.data import background_temperature
+
+    # weak storms at the image corner: clear sky = T_bg up to noise, PSF and cloud bands
+    t_bg = background_temperature(frames.lat, frames.basin)
+    np.testing.assert_allclose(t_bg, 300 - 0.35 * (frames.lat - 10) + 1.5 * (frames.basin - 2))
+    warmest = frames.images.reshape(len(frames.images), -1).max(axis=1)
+    assert np.corrcoef(warmest, t_bg)[0, 1] > 0.3
+
+
+def test_e5_oracle_features_with_and_without_background(frames):
+    from icml26.tcbench.experiment import _oracle_features
+
+    with_bg = _oracle_features(frames, background=True)
+    without = _oracle_features(frames, background=False)
+    assert with_bg.shape[1] == without.shape[1] + 1
+    np.testing.assert_array_equal(with_bg[:, :-1], without)

@@ -38,6 +38,24 @@ def test_paradox_quick_structure_and_meaningful_claims(experiment):
         assert claims[name].passed, (name, claims[name].measured)
     table = outcome.result.tables["paradox"]
     assert list(table.encoder) == ["E1", "E2", "E3", "E4", "E5"]
+    # B4 uses standardized features by default; the repo's raw-feature rule stays reachable
+    from dataclasses import replace
+
+    from icml26.tcbench.experiment import summarize_paradox
+
+    b4 = "B4 E2 PR[920,980) / PR[990,1010) (max over seeds)"
+    m = outcome.jobs[0].metrics["E2"]
+    assert "standardized" in claims[b4].note
+    assert claims[b4].measured == pytest.approx(m["pr_std_intense"] / m["pr_std_moderate"])
+    config = experiment.part("paradox").config(quick=True)
+    raw = {c.name: c for c in summarize_paradox(
+        outcome.jobs, replace(config, geometry_standardize=False)).claims}
+    assert raw[b4].measured == pytest.approx(m["pr_intense"] / m["pr_moderate"])
+    assert "raw" in raw[b4].note
+    # B6: E5 carries the background temperature (one more feature than the eye features)
+    b6 = "B6 E5 pairwise ψ_con (moderate) minus E1's (soft bar)"
+    assert "with the background" in claims[b6].note
+    assert outcome.jobs[0].metrics["E5"]["dim"] == 6
 
 
 def test_scaling_quick_reports_a_finite_slope(experiment):

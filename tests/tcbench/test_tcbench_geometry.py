@@ -58,3 +58,25 @@ def test_geometry_report_bad_input():
         geometry_report(np.ones((5, 2)), np.ones(5) * 990, edges=(1000, 990))
     with pytest.raises(ValueError, match="NaN"):
         geometry_report(np.full((5, 2), np.nan), np.ones(5) * 990)
+
+
+def test_participation_ratio_of_an_empty_array_raises():
+    for empty in (np.empty((0, 3)), np.empty((4, 0)), np.zeros((0, 0))):
+        with pytest.raises(ValueError, match="Z is empty"):
+            participation_ratio(empty)
+        with pytest.raises(ValueError, match="Z is empty"):
+            feature_spread(empty)
+
+
+def test_standardized_geometry_is_scale_free_and_differs_from_raw():
+    # one loud feature makes raw d_eff ≈ 1; z-scoring restores the 4 equal directions
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((2000, 4)) * np.array([100.0, 1.0, 1.0, 1.0])
+    p = rng.uniform(960, 1000, 2000)
+    raw = geometry_report(Z, p, edges=(960, 1000), min_count=10)
+    std = geometry_report(Z, p, edges=(960, 1000), min_count=10, standardize=True)
+    assert raw.d_eff.iloc[0] < 1.1
+    assert std.d_eff.iloc[0] == pytest.approx(4.0, rel=0.05)
+    rescaled = geometry_report(Z * np.array([0.01, 5.0, 1.0, 3.0]), p, edges=(960, 1000),
+                               min_count=10, standardize=True)
+    assert rescaled.d_eff.iloc[0] == pytest.approx(std.d_eff.iloc[0], rel=1e-9)

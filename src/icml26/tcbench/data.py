@@ -25,8 +25,8 @@ from scipy.ndimage import gaussian_filter
 
 from ..core.validation import check_int, check_scalar_in, check_vector
 
-__all__ = ["TCFrames", "SynthTC", "as_frames", "BT_MIN", "BT_MAX", "ENV_PRESSURE",
-           "INTENSE_THRESHOLD"]
+__all__ = ["TCFrames", "SynthTC", "as_frames", "background_temperature", "BT_MIN", "BT_MAX",
+           "ENV_PRESSURE", "INTENSE_THRESHOLD"]
 
 BT_MIN, BT_MAX = 140.0, 375.0          # GridSat-B1 clip range (K), stage 04
 ENV_PRESSURE = 1010.0                  # environmental pressure P_env (hPa)
@@ -228,6 +228,23 @@ def as_frames(frames: Any) -> TCFrames:
                     f"got {type(frames).__name__}")
 
 
+def background_temperature(lat, basin) -> np.ndarray:
+    """SynthTC's clear-sky background brightness temperature (K) of a frame.
+
+    ``T_bg = 300 − 0.35 (φ − 10) + 1.5 (b − 2)``: the latitude cue (cooler poleward) plus the
+    agency (basin) calibration offset. The renderer uses it for every frame; the Exp B physics
+    oracle E5 takes it as an ancillary feature (the environment information an analyst has
+    beside the image).
+
+    Examples
+    --------
+    >>> background_temperature(np.array([10.0, 30.0]), np.array([2, 2])).tolist()
+    [300.0, 293.0]
+    """
+    lat = np.asarray(lat, dtype=float)
+    return 300.0 - 0.35 * (lat - 10.0) + 1.5 * (np.asarray(basin, dtype=float) - 2)
+
+
 def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
@@ -344,7 +361,7 @@ class SynthTC:
         theta = np.arctan2(dy, dx)
         phase = rng.uniform(0.0, 2 * np.pi)
         cdo_noise = rng.normal(0.0, 15.0)                                  # storm-level
-        t_bg = 300.0 - 0.35 * (lat - 10.0) + 1.5 * (basin - 2)
+        t_bg = background_temperature(lat, basin)
         t_top = np.maximum(192.0, 240.0 - 1.6 * deficit) + rng.normal(0.0, 1.0, n)
         r_cdo = 60.0 + 3.0 * np.minimum(deficit, 30.0) + 20.0 * size + cdo_noise
         r_cdo = r_cdo[:, None, None]

@@ -21,7 +21,7 @@ from scipy import stats
 from ..core.validation import check_finite_array, check_int, check_matrix, check_same_length
 
 __all__ = ["participation_ratio", "feature_spread", "pca_per_bin", "geometry_report",
-           "DEFAULT_EDGES"]
+           "standardize_features", "DEFAULT_EDGES"]
 
 DEFAULT_EDGES = (875.0, 920.0, 960.0, 980.0, 990.0, 1000.0, 1020.0)
 PR_EPS = 1e-12
@@ -29,10 +29,17 @@ MAX_PAIRS = 200_000
 
 
 def _rows(Z: Any):
-    """A finite 2-D matrix, or None when it has fewer than 2 rows (the caller returns nan)."""
+    """A finite 2-D matrix, or None when it has exactly 1 row (the caller returns nan).
+
+    An empty ``Z`` (no rows or no features) is an error, not a nan: there is nothing to
+    measure, and a silent nan would hide the caller's empty selection.
+    """
     arr = np.asarray(Z, dtype=float)
     if arr.ndim != 2:
         raise ValueError(f"Z must be 2-dimensional (n_samples, n_features), got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"Z is empty (shape {arr.shape}); expected at least one row and one "
+                         "feature (a single row gives nan)")
     if arr.shape[0] < 2:
         return None
     return check_matrix(arr, "Z")
@@ -42,8 +49,8 @@ def participation_ratio(Z: Any) -> float:
     """Effective dimensionality ``(Σ λ)² / (Σ λ² + 1e-12)`` of the feature covariance.
 
     ``λ`` are the eigenvalues (negatives clipped to 0) of the covariance of the centred
-    features; when ``d > n`` the Gram matrix (same non-zero spectrum) is used.  Fewer than
-    2 rows give ``nan``.
+    features; when ``d > n`` the Gram matrix (same non-zero spectrum) is used.  One row gives
+    ``nan``; an empty ``Z`` (no rows or no features) raises ``ValueError``.
 
     Examples
     --------
@@ -137,14 +144,31 @@ def _check_inputs(Z, pressure, min_count):
     return Z, pressure
 
 
+def standardize_features(Z: Any) -> np.ndarray:
+    """Z-score every feature over all rows (constant features are only centred).
+
+    Examples
+    --------
+    >>> standardize_features([[1.0, 5.0], [3.0, 5.0]]).tolist()
+    [[-1.0, 0.0], [1.0, 0.0]]
+    """
+    Z = check_matrix(Z, "Z")
+    scale = Z.std(axis=0)
+    return (Z - Z.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+
+
 def geometry_report(Z: Any, pressure: Any, edges: Sequence[float] = DEFAULT_EDGES,
-                    min_count: int = 500, max_pairs: int = MAX_PAIRS, seed: int = 0
-                    ) -> pd.DataFrame:
+                    min_count: int = 500, max_pairs: int = MAX_PAIRS, seed: int = 0,
+                    standardize: bool = False) -> pd.DataFrame:
     """Per-bin geometry: ``n, d_eff`` (participation ratio), ``spread`` and the PC1 columns.
 
     Bins are half-open ``[lo, hi)`` over ``edges`` (default the paper's
     ``(875, 920, 960, 980, 990, 1000, 1020)``); bins with fewer than ``min_count`` frames
-    (paper: 500) report ``nan`` rather than raising.
+    (paper: 500) report ``nan`` rather than raising. ``standardize=True`` z-scores every
+    feature over all frames first (:func:`standardize_features`), so that ``d_eff`` and
+    ``spread`` do not measure the units of the features (one high-variance feature, such as
+    the overall brightness of pooled conv features, otherwise makes ``d_eff`` ≈ 1 in every
+    bin); the default ``False`` is the official repository's raw-feature definition.
 
     Examples
     --------
@@ -154,6 +178,8 @@ def geometry_report(Z: Any, pressure: Any, edges: Sequence[float] = DEFAULT_EDGE
     600
     """
     Z, pressure = _check_inputs(Z, pressure, min_count)
+    if standardize:
+        Z = standardize_features(Z)
     pcs = pca_per_bin(Z, pressure, edges, min_count)
     rows = []
     for lo, hi, m in _bins(pressure, edges):
