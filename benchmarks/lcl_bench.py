@@ -19,7 +19,8 @@ CLONE_COUNTS = (100, 200, 400, 800)
 
 
 def measure(clone_counts=CLONE_COUNTS, epochs: int = 3, repeats: int = 2) -> dict:
-    """Best-of-``repeats`` seconds of an ``epochs``-epoch LCL fit per size, and the slope."""
+    """Best-of-``repeats`` CPU seconds of an ``epochs``-epoch single-threaded LCL fit per size
+    (the wall clock of a shared machine measures its other users too), and the slope."""
     rows = run_scaling(ScalingConfig(clone_counts=clone_counts, epochs=epochs, repeats=repeats), seed=0)["rows"]
     cells = [r["n_cells"] for r in rows]
     seconds = [r["seconds"] for r in rows]
@@ -46,7 +47,7 @@ def test_bench_fit_one_epoch(benchmark):
 
 if __name__ == "__main__":
     result = measure()
-    print(f"{'clones':>7} {'cells':>7} {'batches':>8} {'seconds':>9}")
+    print(f"{'clones':>7} {'cells':>7} {'batches':>8} {'CPU s':>9}")
     for r in result["rows"]:
         print(f"{r['n_clones']:7d} {r['n_cells']:7d} {r['n_batches']:8d} {r['seconds']:9.2f}")
     print(f"log-log slope of training time in cells: {result['slope']:.3f} (bar <= 1.15)")

@@ -1,10 +1,13 @@
 """The LCL estimator: input types, determinism, training signal, and bad input."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.utils.estimator_checks import check_estimator
 
 from icml26.lcl import LCL, simulate_lineage_tracing
 
@@ -72,6 +75,15 @@ def test_missing_labels_join_the_unlabelled_pool(data):
         LCL(**TINY).fit(data.X, labels, X_unlabeled=data.X[:3])
 
 
+def test_sklearn_estimator_checks():
+    est = LCL(hidden_dims=(8, 4), embedding_dim=4, batch_size=4, max_epochs=1, warmup_epochs=0,
+              val_fraction=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(est, expected_failed_checks={
+            "check_fit_score_takes_y": "the paper's API names the labels clone_ids, not y"})
+
+
 def test_sklearn_clone_keeps_params_only():
     model = LCL(**TINY, temperature=0.2)
     assert clone(model).get_params() == model.get_params()
@@ -101,7 +113,7 @@ def test_wrong_shapes(data):
     with pytest.raises(ValueError, match="X_unlabeled must have the same number of genes"):
         LCL(**TINY).fit(data.X, data.clone, X_unlabeled=data.X[:4, :10])
     model = LCL(**TINY).fit(data.X, data.clone)
-    with pytest.raises(ValueError, match="genes but LCL was fitted on"):
+    with pytest.raises(ValueError, match="features, but LCL is expecting"):
         model.transform(data.X[:, :10])
 
 

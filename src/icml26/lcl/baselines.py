@@ -173,12 +173,20 @@ class NBVAE(TransformerMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.transformer_tags.preserves_dtype = ["float32"]
+        return tags
+
     def transform(self, counts) -> np.ndarray:
         """Posterior means of the latent variables (n_cells, n_latent)."""
         check_is_fitted(self, "module_")
         X = torch.from_numpy(self._counts(counts).astype(np.float32))
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"counts has {X.shape[1]} genes but NBVAE was fitted on {self.n_features_in_}")
+            raise ValueError(f"counts has {X.shape[1]} features, but NBVAE is expecting "
+                             f"{self.n_features_in_} features as input (genes)")
         with _torch_threads(int(self.n_threads)), torch.no_grad():
             return self.module_.encode(X)[0].numpy()
 

@@ -72,28 +72,44 @@ class LineageData:
         return int(self.X.shape[0])
 
 
-def _check_counts(counts, name: str = "counts"):
-    """Counts as float64 (dense) or CSR, finite and non-negative."""
-    if sp.issparse(counts):
-        mat = sp.csr_matrix(counts, dtype=np.float64)
+def _check_matrix(X, name: str, dtype, what: str, nonnegative: bool):
+    """A dense array or CSR matrix of ``dtype``: 2-D, non-empty, finite (and >= 0 if asked).
+
+    The error names the offending shape or the number of bad values.
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+    if np.iscomplexobj(X.data if sp.issparse(X) else np.asarray(X)):
+        raise ValueError(f"{name}: Complex data not supported; expected real values")
+    if sp.issparse(X):
+        mat = sp.csr_matrix(X, dtype=dtype)
         values = mat.data
     else:
         try:
-            mat = np.asarray(counts, dtype=np.float64)
+            mat = np.asarray(X, dtype=dtype)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be a numeric matrix, got {type(counts).__name__}") from exc
+            raise TypeError(f"{name} must be a numeric matrix, got {type(X).__name__} ({exc})") from exc
         values = mat
     if mat.ndim != 2:
-        raise ValueError(f"{name} must be 2-dimensional (cells x genes), got shape {mat.shape}")
+        raise ValueError(f"{name} must be 2-dimensional (cells x genes), got shape {mat.shape}; "
+                         f"Reshape your data (one row per cell)")
     if mat.shape[0] == 0 or mat.shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {mat.shape}")
+        what = "sample" if mat.shape[0] == 0 else "feature"
+        raise ValueError(f"{name} is empty: found array with 0 {what}(s) (shape={mat.shape}) while a "
+                         f"minimum of 1 is required.")
     bad = int(np.count_nonzero(~np.isfinite(values)))
     if bad:
-        raise ValueError(f"{name} contains {bad} NaN or infinite values; expected finite counts")
-    negative = int(np.count_nonzero(values < 0))
-    if negative:
-        raise ValueError(f"{name} contains {negative} negative values; counts must be >= 0")
+        raise ValueError(f"{name} contains {bad} NaN or infinite values; expected finite {what}")
+    if nonnegative:
+        negative = int(np.count_nonzero(values < 0))
+        if negative:
+            raise ValueError(f"{name} contains {negative} negative values; counts must be >= 0")
     return mat
+
+
+def _check_counts(counts, name: str = "counts"):
+    """Counts as float64 (dense) or CSR, finite and non-negative."""
+    return _check_matrix(counts, name, np.float64, "counts", nonnegative=True)
 
 
 def log_normalize(counts, target_sum: float = 1e4) -> np.ndarray:
@@ -173,23 +189,7 @@ def as_expression_matrix(X, name: str = "X"):
         X = read_lineage_h5ad(X).X
     if _is_anndata(X):
         X = X.X
-    if sp.issparse(X):
-        mat = sp.csr_matrix(X, dtype=np.float32)
-        values = mat.data
-    else:
-        try:
-            mat = np.asarray(X, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be a numeric matrix, got {type(X).__name__}") from exc
-        values = mat
-    if mat.ndim != 2:
-        raise ValueError(f"{name} must be 2-dimensional (cells x genes), got shape {mat.shape}")
-    if mat.shape[0] == 0 or mat.shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {mat.shape}")
-    bad = int(np.count_nonzero(~np.isfinite(values)))
-    if bad:
-        raise ValueError(f"{name} contains {bad} NaN or infinite values; expected finite expression")
-    return mat
+    return _check_matrix(X, name, np.float32, "expression", nonnegative=False)
 
 
 def _disjoint_blocks(rng, n_genes: int, sizes: list[int]) -> list[np.ndarray]:

@@ -299,8 +299,10 @@ class LCL(TransformerMixin, BaseEstimator):
             X_unlabeled, _ = unpack_anndata(X_unlabeled, (), "X_unlabeled")
         X = as_expression_matrix(X, "X")
         if clone_ids is None:
-            raise ValueError("clone_ids is required: one clone (barcode) label per row of X "
-                             "(None / NaN for unbarcoded cells)")
+            raise ValueError("LCL requires y to be passed, but the target y is None: clone_ids is "
+                             "one clone (barcode) label per row of X (None / NaN for unbarcoded cells)")
+        if X.shape[0] < 4:
+            raise ValueError(f"LCL needs at least 4 cells (2 clones of 2 cells), got n_samples={X.shape[0]}")
         clone_ids = np.asarray(clone_ids, dtype=object)
         if clone_ids.ndim != 1:
             clone_ids = clone_ids.ravel() if clone_ids.ndim == 2 and 1 in clone_ids.shape else clone_ids
@@ -472,7 +474,8 @@ class LCL(TransformerMixin, BaseEstimator):
         X, _ = unpack_anndata(X, (), "X")
         X = as_expression_matrix(X, "X")
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} genes but LCL was fitted on {self.n_features_in_}")
+            raise ValueError(f"X has {X.shape[1]} features, but LCL is expecting {self.n_features_in_} "
+                             f"features as input (genes)")
         out = []
         device = torch.device(self.device)
         with _torch_threads(int(self.n_threads)), torch.no_grad():
@@ -485,4 +488,6 @@ class LCL(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float32"]
         return tags
