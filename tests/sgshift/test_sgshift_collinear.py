@@ -5,8 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from icml26.sgshift import SGShift, score_selection
-from icml26.sgshift.sgshift import collinear_groups, identifiable_truth
+from icml26.sgshift import SGShift, collinear_groups, identifiable_truth, score_selection
 
 
 def _one_hot_design(n=600, seed=0):

@@ -453,12 +453,13 @@ def run_support2(config: Support2Config, seed: int) -> dict:
     methods = [("SGShift", SGShift(collinear=config.collinear))]
     if config.include_absorption:
         methods.append(("SGShift-A", SGShiftA(collinear=config.collinear)))
-    score_kw = None
+    score_kw, aliased = None, []
     for name, est in methods:
         est.fit(data.X_target, data.y_target, source_model=solver, X_source=data.X_source,
                 y_source=data.y_source)
         if score_kw is None:
             _, truth, score_kw = _units(data, est)
+            aliased = [data.feature_names[j] for j in est.aliased_features_]
         rows.append(_method_row(name, est, truth, p, _sgshift_tiebreak(est), **score_kw,
                                 val_mse=float(mean_squared_error(data.y_val,
                                                                  est.predict(data.X_val)))))
@@ -471,7 +472,7 @@ def run_support2(config: Support2Config, seed: int) -> dict:
         rows.append(_method_row(name, est, truth, p, **score_kw))
     rows.append({"method": "source-only",
                  "val_mse": float(mean_squared_error(data.y_val, solver.predict(data.X_val)))})
-    return {"rows": rows}
+    return {"rows": rows, "aliased": aliased, "n_truth": int(len(truth))}
 
 
 def summarize_support2(jobs, config: Support2Config) -> Result:
