@@ -1,0 +1,126 @@
+"""The exact cubic-regularized Newton subproblem and the SOSP certificate.
+
+``argmin_s <G, s> + ½ sᵀHs + (M/6)‖s‖³`` (Nesterov & Polyak 2006): with ``H = V diag(λ) Vᵀ``
+and ``ĝ = VᵀG``, the solution is ``s = −V(Λ + (Mr/2)I)^{-1}ĝ`` where ``r = ‖s‖ ≥
+max(0, −2λ₁/M)`` solves the secular equation ``‖(Λ + (Mr/2)I)^{-1}ĝ‖ = r``. In the hard case
+(ĝ has no component on the bottom eigenvector and ``‖s(r_lo)‖ ≤ r_lo``) the step is
+completed along ``v₁`` to length ``r_lo``: at an exact strict saddle (G = 0, λ₁ < 0) this is a
+step of length ``2|λ₁|/M`` along ``v₁`` — the saddle-escape mechanism of cubic Newton.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from icml26.core.validation import check_scalar_in
+
+__all__ = ["cubic_step", "cubic_model", "sosp_certificate", "BISECTION_STEPS"]
+
+#: Bisection steps on the secular equation (bracket doubling is capped at the same count).
+BISECTION_STEPS = 200
+#: Components of ĝ below this (relative to ‖G‖ + 1) count as zero in the hard-case test.
+HARD_CASE_TOL = 1e-14
+
+
+def cubic_model(G: np.ndarray, H: np.ndarray, M: float, s: np.ndarray) -> float:
+    """``<G, s> + ½ sᵀHs + (M/6)‖s‖³``."""
+    return float(G @ s + 0.5 * s @ H @ s + M / 6.0 * np.linalg.norm(s) ** 3)
+
+
+def cubic_step(G: Any, H: Any = None, M: float = 1.0, *, eig: tuple | None = None) -> np.ndarray:
+    """Global minimizer of the cubic model ``<G,s> + ½sᵀHs + (M/6)‖s‖³``.
+
+    Parameters
+    ----------
+    G : (n,) array
+        Gradient.
+    H : (n, n) array, optional
+        Hessian (symmetrized internally); omit when ``eig`` is given.
+    M : float > 0
+        Cubic regularization.
+    eig : (eigenvalues, eigenvectors), optional
+        A cached ``eigh(H)`` (lazy methods reuse it: each solve is then O(n²)).
+
+    Returns
+    -------
+    s : (n,) array
+
+    Examples
+    --------
+    >>> s = cubic_step(np.zeros(2), np.diag([-1.0, 2.0]), M=1.0)   # exact saddle: escape
+    >>> np.round(np.abs(s), 6)
+    array([2., 0.])
+    """
+    M = check_scalar_in(M, "M", low=0.0, low_inclusive=False)
+    G = np.asarray(G, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(G)):
+        raise ValueError("G contains NaN or infinity")
+    if eig is None:
+        if H is None:
+            raise ValueError("give H or eig")
+        H = np.asarray(H, dtype=np.float64)
+        if H.shape != (G.size, G.size) or not np.all(np.isfinite(H)):
+            raise ValueError(f"H must be a finite ({G.size}, {G.size}) matrix, got {H.shape}")
+        lam, V = np.linalg.eigh(0.5 * (H + H.T))
+    else:
+        lam, V = eig
+    g_hat = V.T @ G
+    lam1 = float(lam[0])
+    r_lo = max(0.0, -2.0 * lam1 / M)
+    g_norm = float(np.linalg.norm(G))
+    if g_norm == 0.0 and lam1 >= 0:
+        return np.zeros_like(G)
+    tiny = HARD_CASE_TOL * (g_norm + 1.0)
+    bottom = np.abs(lam - lam1) <= 1e-12 * max(1.0, abs(lam1))
+
+    def step_norm(r: float, mask=None) -> float:
+        denom = lam + 0.5 * M * r
+        comp = g_hat if mask is None else np.where(mask, 0.0, g_hat)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(comp == 0.0, 0.0, comp / denom)
+        return float(np.linalg.norm(q))
+
+    if lam1 < 0 and np.all(np.abs(g_hat[bottom]) <= tiny):
+        # possible hard case: the singular direction carries no gradient
+        ns = step_norm(r_lo, bottom)
+        if ns <= r_lo:
+            denom = lam + 0.5 * M * r_lo
+            q = np.where(bottom, 0.0, g_hat / np.where(bottom, 1.0, denom))
+            s = -V @ q
+            alpha = math.sqrt(max(r_lo ** 2 - ns ** 2, 0.0))
+            return s + alpha * V[:, 0]
+    lo = r_lo
+    hi = max(r_lo, 1.0)
+    for _ in range(BISECTION_STEPS):
+        if step_norm(hi) <= hi:
+            break
+        hi *= 2.0
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        if mid == lo or mid == hi:
+            break
+        if step_norm(mid) > mid:
+            lo = mid
+        else:
+            hi = mid
+    r = hi
+    return -V @ (g_hat / (lam + 0.5 * M * r))
+
+
+def sosp_certificate(grad: Any, hess: Any, eps: float, rho: float) -> dict:
+    """Is x an ``(ε, √(ρε))``-second-order stationary point?
+
+    Returns ``grad_norm``, ``lam_min`` and ``is_sosp`` (``‖∇φ‖ ≤ ε`` and
+    ``λ_min(∇²φ) ≥ −√(ρε)``).
+    """
+    eps = check_scalar_in(eps, "eps", low=0.0, low_inclusive=False)
+    rho = check_scalar_in(rho, "rho", low=0.0, low_inclusive=False)
+    grad = np.asarray(grad, dtype=np.float64).reshape(-1)
+    hess = np.asarray(hess, dtype=np.float64)
+    grad_norm = float(np.linalg.norm(grad))
+    lam_min = float(np.linalg.eigvalsh(0.5 * (hess + hess.T))[0])
+    return {"grad_norm": grad_norm, "lam_min": lam_min,
+            "is_sosp": bool(grad_norm <= eps and lam_min >= -math.sqrt(rho * eps))}
