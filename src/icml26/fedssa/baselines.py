@@ -30,19 +30,44 @@ from .fedssa import average_weights
 __all__ = ["LocalStrategy", "GCFLStrategy", "make_fedavg", "make_fedprox", "flat_update"]
 
 
+def weighted_fit_metrics(results: list) -> dict:
+    """Example-weighted mean of the clients' numeric fit metrics (NaN entries skipped)."""
+    keys = ("val_metric", "test_metric")
+    out = {}
+    for key in keys:
+        pairs = [(n, float(m[key])) for n, m in results if key in m and np.isfinite(float(m[key]))]
+        if pairs:
+            out[key] = sum(n * v for n, v in pairs) / sum(n for n, _ in pairs)
+    return out
+
+
 def make_fedavg(n_clients: int) -> FedAvg:
     """Flower's ``FedAvg`` with full participation and no server-side evaluation."""
     return FedAvg(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=n_clients,
-                  min_available_clients=n_clients)
+                  min_available_clients=n_clients, fit_metrics_aggregation_fn=weighted_fit_metrics)
 
 
 def make_fedprox(n_clients: int, proximal_mu: float = 0.01) -> FedProx:
     """Flower's ``FedProx`` (it sends ``proximal_mu`` to the clients) with full participation."""
     return FedProx(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=n_clients,
-                   min_available_clients=n_clients, proximal_mu=proximal_mu)
+                   min_available_clients=n_clients, proximal_mu=proximal_mu,
+                   fit_metrics_aggregation_fn=weighted_fit_metrics)
 
 
-class LocalStrategy(Strategy):
+class _FitOnlyStrategy(Strategy):
+    """A strategy without federated or centralised evaluation (clients report metrics in fit)."""
+
+    def configure_evaluate(self, server_round, parameters, client_manager):
+        return []
+
+    def aggregate_evaluate(self, server_round, results, failures):
+        return None, {}
+
+    def evaluate(self, server_round, parameters):
+        return None
+
+
+class LocalStrategy(_FitOnlyStrategy):
     """Every client trains alone: empty parameters out, nothing aggregated."""
 
     def __init__(self, min_clients: int = 1):
@@ -64,15 +89,6 @@ class LocalStrategy(Strategy):
     def aggregate_fit(self, server_round, results, failures):
         return None, {}
 
-    def configure_evaluate(self, server_round, parameters, client_manager):
-        return []
-
-    def aggregate_evaluate(self, server_round, results, failures):
-        return None, {}
-
-    def evaluate(self, server_round, parameters):
-        return None
-
 
 def flat_update(new: list, old: list) -> np.ndarray:
     """The flattened parameter change ``new - old``."""
@@ -80,7 +96,7 @@ def flat_update(new: list, old: list) -> np.ndarray:
                            for a, b in zip(new, old)])
 
 
-class GCFLStrategy(Strategy):
+class GCFLStrategy(_FitOnlyStrategy):
     """GCFL-lite: clustered FedAvg that bi-partitions clusters by the cosine of client updates.
 
     Parameters
@@ -166,12 +182,3 @@ class GCFLStrategy(Strategy):
                                 if present else old[members[0]])
         overall = average_weights([new[c] for c in sorted(new)], [sizes[c] for c in sorted(new)])
         return ndarrays_to_parameters(overall), {"n_clusters": len(clusters)}
-
-    def configure_evaluate(self, server_round, parameters, client_manager):
-        return []
-
-    def aggregate_evaluate(self, server_round, results, failures):
-        return None, {}
-
-    def evaluate(self, server_round, parameters):
-        return None

@@ -54,6 +54,7 @@ __all__ = ["FedSSAConfig", "GraphClient", "FedSSAClient", "FedSSAServer",
            "average_weights", "client_seed"]
 
 KL_EPS = 1e-8
+DP_STREAM = 1_000_000  # offset of the payload-noise seeds from the training seeds
 
 
 @dataclass(frozen=True)
@@ -474,7 +475,7 @@ class FedSSAClient(GraphClient):
         means, stds, counts = classwise_gaussians(out["mu"], out["logvar"], self.labels,
                                                   self.graph.train_mask, self.n_classes)
         if self.config.dp_sigma > 0:
-            gen = torch.Generator().manual_seed(client_seed(self.seed, self.client_id, -self.round_))
+            gen = torch.Generator().manual_seed(client_seed(self.seed, self.client_id, DP_STREAM + self.round_))
             means = means + self.config.dp_sigma * torch.randn(means.shape, generator=gen)
             stds = (stds + self.config.dp_sigma * torch.randn(stds.shape, generator=gen)).abs().clamp_min(1e-3)
         payload = {"weights": self.get_weights(self.semantic_names), "n_train": self.n_train,
