@@ -45,3 +45,22 @@ def test_e2_without_isolation_reports_not_enforced():
     assert claims["E2 net_probe"].measured == "not enforced" and not claims["E2 net_probe"].passed
     assert claims["E2 peek"].measured == "not enforced" and not claims["E2 peek"].passed
     assert any("NOT enforced" in n for n in result.notes)
+
+
+def test_partial_075_fully_passed_bar_is_the_analytic_value():
+    """⌈0.75·3⌉ = 3: partial(0.75) completes the 3-module tasks, so F = ½ over unitconv/humanfmt/csvq/kvlog."""
+    from icml26.nl2repo.experiment import E1Config, e1_summarize
+
+    scores = {"unitconv": 1.0, "humanfmt": 0.6951, "csvq": 0.8986, "kvlog": 1.0}
+    recs = [{"task_id": t, "agent": "partial:0.75", "kind": "partial", "fraction": 0.75, "score": s,
+             "expected": s, "label": "partial", "install_ok": True, "n_passed": 1, "n_total": 2,
+             "total_s": 1.0, "category": "c", "isolation": "unshare"} for t, s in scores.items()]
+    claims = {c.name: c for c in e1_summarize([_job(r) for r in recs], E1Config()).claims}
+    analytic = claims["E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K]"]
+    assert analytic.passed and analytic.bar == "= 0.5" and "kvlog, unitconv" in analytic.note
+    assert not any("spec bar" in name for name in claims)
+    spec = {c.name: c for c in e1_summarize([_job(r) for r in recs], E1Config(spec_partial_bar=True)).claims}
+    assert not spec["E1 fully-passed rate of partial(0.75) (spec bar = 0)"].passed   # the old, contradictory bar
+    recs[0]["score"] = 0.9                              # a harness that missed one module would fail
+    claims = {c.name: c for c in e1_summarize([_job(r) for r in recs], E1Config()).claims}
+    assert not claims["E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K]"].passed

@@ -82,6 +82,10 @@ class E1Config:
     fractions: tuple = (0.25, 0.5, 0.75)
     wall_s: float = 600.0
     sandbox: str = "auto"
+    # The spec's bar "fully-passed rate of partial(0.75) = 0" contradicts its own partial(f)
+    # (⌈0.75·3⌉ = 3 modules: a complete solution on the 3-module tasks); the claim is judged
+    # against the analytic value. ``spec_partial_bar=True`` adds the spec's literal bar back.
+    spec_partial_bar: bool = False
 
 
 def e1_tasks(config: E1Config) -> list[dict]:
@@ -150,16 +154,21 @@ def e1_summarize(jobs, config: E1Config) -> Result:
         p75 = [r for r in partial if math.isclose(r["fraction"], 0.75)]
         if p75:
             rate = _full_rate(p75)
-            claims.append(Claim.at_most(
-                "E1 fully-passed rate of partial(0.75) (spec bar = 0)", rate, 0.0,
-                paper="-", note="⌈0.75·K⌉ = K for the K = 3-module tasks (unitconv, kvlog), so "
-                "partial(0.75) is a complete solution there; the bar conflicts with the spec's own "
-                "definition of partial(f). Its analytic value is checked by the next claim."))
+            if config.spec_partial_bar:
+                claims.append(Claim.at_most(
+                    "E1 fully-passed rate of partial(0.75) (spec bar = 0)", rate, 0.0,
+                    paper="-", note="⌈0.75·K⌉ = K for the K = 3-module tasks (unitconv, kvlog), so "
+                    "partial(0.75) is a complete solution there; the bar conflicts with the spec's own "
+                    "definition of partial(f)."))
             tasks = {t.id: t for t in builtin_tasks(sorted({r["task_id"] for r in p75}))}
-            analytic = sum(fraction_to_modules(t, 0.75) == len(t.modules) for t in tasks.values()
-                           ) / len(tasks)
+            complete = sorted(t.id for t in tasks.values() if fraction_to_modules(t, 0.75) == len(t.modules))
+            analytic = len(complete) / len(tasks)
             claims.append(Claim("E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K]",
-                                "-", rate, f"= {analytic:g}", abs(rate - analytic) < TOL))
+                                "-", rate, f"= {analytic:g}", abs(rate - analytic) < TOL,
+                                note=("⌈0.75·K⌉ = K (a complete solution) on "
+                                      + (", ".join(complete) or "no task")
+                                      + "; the spec's bar of 0 ignored this (spec_partial_bar=true "
+                                        "restores it)")))
     # aggregate A of the whole mixed population equals the hand-computed mean
     results = Results(records=[{**r, "category": r["category"]} for r in recs])
     summary = results.summary()
