@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from icml26.safedec import (Always, And, Eventually, FilterDecoder, InfeasibleSpecError, Predicate,
+from icml26.safedec import (Always, And, Eventually, FilterDecoder, InfeasibleSpecError, NavTransformer, Predicate,
                             RejectionDecoder, SafeDecLogitsProcessor, SafeDecoder, UnconstrainedDecoder,
                             constrain_logits, sample_tokens)
 
@@ -179,3 +179,49 @@ def test_monitor_ignores_eventualities_with_warning_in_decoder():
     spec = And(LE2, Eventually(Predicate("far", lambda x: x[..., 0] - 5.0)))
     with pytest.warns(UserWarning, match="G-fragment"):
         SafeDecoder(None, spec, Line()).decode(torch.zeros(1, 4), np.array([[0.0]]))
+
+
+def test_bounded_rcd_bonus_shifts_safe_tokens_equally_and_by_at_most_alpha():
+    """r_clip = 0 (the E1 default): +α on every safe token, α·exp(β·r) < α on unsafe ones."""
+    logits = torch.tensor([[0.5, -1.0, 2.0, 0.0]])
+    rob = np.array([[0.3, 2.0, -0.1, -1.0]])
+    new, _ = constrain_logits(logits, rob, mode="rcd", alpha=5.0, beta=12.0, r_clip=0.0)
+    shift = (new - logits)[0].numpy()
+    np.testing.assert_allclose(shift[:2], [5.0, 5.0])                       # safe ranking unchanged
+    np.testing.assert_allclose(shift[2:], 5.0 * np.exp(12.0 * np.array([-0.1, -1.0])))
+    assert shift.max() <= 5.0 and shift.min() > 0
+
+
+def test_paired_log_pi_at_intervention_steps_matches_direct_computation():
+    """A decoder shadowed by itself pairs to 0 at its own intervention steps; a shadow never acts."""
+    from icml26.safedec.rollout import episodes_for, rollout, uniforms_for
+
+    torch.manual_seed(0)
+    policy = NavTransformer().eval()
+    episodes, uniforms = episodes_for(3, 4), uniforms_for(3, 4)
+    same = rollout(policy, episodes, "avoid", "hcd", uniforms=uniforms, shadow="hcd")
+    assert np.array_equal(same["paired_n"], same["interventions"]) and same["interventions"].sum() > 0
+    np.testing.assert_array_equal(same["paired_diff"], 0.0)
+    hcd = rollout(policy, episodes, "avoid", "hcd", uniforms=uniforms, shadow="filter")
+    assert np.array_equal(hcd["tokens"], same["tokens"])                    # the shadow never acts
+    assert hcd["paired_n"].sum() >= hcd["interventions"].sum()
+
+
+def test_dev_split_is_disjoint_from_test_and_names_bad_split():
+    from icml26.safedec.rollout import episodes_for, uniforms_for
+
+    test, dev = episodes_for(0, 3), episodes_for(0, 3, split="dev")
+    assert all(not np.array_equal(a.walls, b.walls) for a, b in zip(test, dev))
+    assert not np.allclose(uniforms_for(0, 3), uniforms_for(0, 3, split="dev"))
+    with pytest.raises(ValueError, match="split"):
+        episodes_for(0, 3, split="train")
+
+
+def test_rcd_bonus_option_is_validated():
+    from icml26.safedec.experiment import MainConfig, _rcd_grid
+
+    assert _rcd_grid(MainConfig(rcd_bonus="spec")) == [dict(alpha=5.0, beta=2.0, r_clip=1.0),
+                                                       dict(alpha=10.0, beta=2.0, r_clip=1.0)]
+    assert len(_rcd_grid(MainConfig())) == 6 and {g["r_clip"] for g in _rcd_grid(MainConfig())} == {0.0}
+    with pytest.raises(ValueError, match="rcd_bonus"):
+        _rcd_grid(MainConfig(rcd_bonus="huge"))

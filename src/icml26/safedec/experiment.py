@@ -39,6 +39,8 @@ def _summ(m: dict) -> dict:
            for k in METRICS}
     for k in ("sat", "success", "both"):
         out[k] *= 100.0
+    won = np.asarray(m["success"], dtype=bool)
+    out["success_length"] = float(np.mean(m["length"][won])) if won.any() else float("nan")
     out["overhead_ms"] = float(m["overhead_ms"])
     out["forward_ms"] = float(m["forward_ms"])
     return out
@@ -187,7 +189,7 @@ def summarize_main(jobs, config: MainConfig) -> Result:
         claims.append(Claim.between(f"E1(a) Uncon satisfaction {fam} (%)", _mean(df, fam, "uncon", "sat"),
                                     45, 85, paper=paper_cal))
     greedy_sr = _mean(df, "free", "uncon_greedy", "success")
-    greedy_len = _mean(df, "free", "uncon_greedy", "length")
+    greedy_len = _mean(df, "free", "uncon_greedy", "success_length")   # steps a success needs
     floor = config.label_smoothing / N_TOKENS            # BC target mass on every other token
     cap = 100.0 * (1.0 - floor) ** max(greedy_len - 1.0, 0.0) if np.isfinite(greedy_len) else float("nan")
     claims.append(Claim.at_least("E1(a) Uncon SR on free (%)", _mean(df, "free", "uncon", "success"), 70,
@@ -199,9 +201,9 @@ def summarize_main(jobs, config: MainConfig) -> Result:
                      f"{_mean(df, 'free', 'uncon', 'success'):.1f} %, greedy {greedy_sr:.1f} %. "
                      f"Label smoothing {config.label_smoothing:g} trains every non-target token, STOP "
                      f"included, towards probability {config.label_smoothing:g}/{N_TOKENS} = {floor:.4f}, so "
-                     f"a sampled episode of ~{greedy_len:.0f} steps survives without an early STOP with "
+                     f"a sampled episode of the ~{greedy_len:.0f} steps a greedy success takes survives without an early STOP with "
                      f"probability ≈ (1 − {floor:.4f})^{greedy_len - 1:.0f} = {cap:.0f} %: sampling caps success "
-                     f"there whatever the policy learned; greedy decoding never picks a 1.4 % token.")
+                     f"there whatever the policy learned; greedy decoding never picks a {100 * floor:.1f} % token.")
     constrained = df[df.family.isin(["avoid", "geofence"])]
     hcd_min = constrained[constrained.decoder == "hcd"]["sat"].min()
     claims.append(Claim.at_least("E1(b) HCD satisfaction, min over seeds and families (%)", hcd_min, 100,
