@@ -43,7 +43,7 @@ from icml26.zoo._corpus_build import build_corpus
 
 __all__ = ["SOURCES", "DEFAULT_FRACTIONS", "RECORDED_SHA256", "CorpusSplits", "load_stdlib_corpus",
            "stdlib_text", "corpus_splits", "split_corpus", "corpus_sha256", "corpus_sha1",
-           "corpus_info", "token_blocks", "CharTokenizer"]
+           "corpus_info", "token_blocks", "corpus_token_blocks", "CharTokenizer"]
 
 SOURCES = ("topics", "docstrings", "all")
 DEFAULT_FRACTIONS = (0.9, 0.05, 0.05)
@@ -241,6 +241,34 @@ def token_blocks(ids, seq_len: int, n_blocks: int | None = None):
         raise ValueError(f"n_blocks={n_blocks} rows of {seq_len} tokens need {n_blocks * seq_len} "
                          f"ids, got {flat.numel()}")
     return flat[: n_blocks * seq_len].reshape(n_blocks, seq_len)
+
+
+def corpus_token_blocks(tokenizer, source: str = "topics", split: str = "test", seq_len: int = 256,
+                        n_blocks: int | None = None, fractions=DEFAULT_FRACTIONS):
+    """Tokenise one fixed split of a source and cut it into contiguous rows of ``seq_len`` tokens.
+
+    Parameters
+    ----------
+    tokenizer : Hugging Face tokenizer (called with ``add_special_tokens=False``) or any object
+        with ``encode(text)`` returning ids (e.g. :class:`CharTokenizer`)
+    source : {"topics", "docstrings", "all"}
+    split : {"train", "dev", "test"}
+    seq_len, n_blocks : int
+        See :func:`token_blocks`.
+    fractions : three positive floats summing to 1
+
+    Returns
+    -------
+    torch.LongTensor of shape (n_blocks, seq_len)
+    """
+    if split not in CorpusSplits._fields:
+        raise ValueError(f"split must be one of {CorpusSplits._fields}, got {split!r}")
+    text = getattr(corpus_splits(source, fractions), split)
+    if isinstance(tokenizer, CharTokenizer) or not callable(tokenizer):
+        ids = tokenizer.encode(text)
+    else:
+        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    return token_blocks(ids, seq_len, n_blocks)
 
 
 class CharTokenizer:
