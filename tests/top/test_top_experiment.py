@@ -204,7 +204,7 @@ def test_default_parts_are_cut_and_the_spec_sized_ones_are_opt_in(experiment):
     from icml26.top.experiment import STAR_FULL, STAR_SPEC, TEXT_FULL, TEXT_SPEC
 
     assert [p.name for p in experiment.parts if p.default] == ["E1", "E2", "scaling"]
-    assert (STAR_FULL.steps, STAR_FULL.mtp_steps, STAR_SPEC.steps, STAR_SPEC.mtp_steps) == (1000, 500, 2000, 1000)
+    assert (STAR_FULL.steps, STAR_FULL.mtp_steps, STAR_SPEC.steps, STAR_SPEC.mtp_steps) == (1000, 300, 2000, 1000)
     assert (TEXT_FULL.steps, TEXT_SPEC.steps) == (200, 300)
     assert experiment.part("E1-full").full is STAR_SPEC and experiment.part("E2-full").full is TEXT_SPEC
     outcome = run_part(experiment, "E1-full", quick=True, overrides={"steps": "4", "mtp_steps": "2",
