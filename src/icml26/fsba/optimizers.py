@@ -279,6 +279,16 @@ class _CubicMethod:
 
     _minimax = False
 
+    def __init__(self, cubic_reg, adaptive_reg, inner_tol, max_inner, eps, max_iter, callback):
+        self.cubic_reg = cubic_reg
+        self.adaptive_reg = adaptive_reg
+        self.inner_tol = inner_tol
+        self.max_inner = max_inner
+        self.eps = eps
+        self.max_iter = max_iter
+        self.callback = callback
+        self.lazy_reg_scale = "sqrt"
+
     def _validate_common(self):
         check_scalar_in(self.cubic_reg, "cubic_reg", low=0.0, low_inclusive=False)
         check_scalar_in(self.eps, "eps", low=0.0, low_inclusive=False)
@@ -427,15 +437,8 @@ class FSBA(_CubicMethod):
     def __init__(self, penalty: float = 1e2, cubic_reg: float = 10.0, adaptive_reg: bool = False,
                  inner_tol: float = 1e-10, max_inner: int = 30, eps: float = 1e-5,
                  max_iter: int = 200, callback: Callable | None = None):
+        super().__init__(cubic_reg, adaptive_reg, inner_tol, max_inner, eps, max_iter, callback)
         self.penalty = penalty
-        self.cubic_reg = cubic_reg
-        self.adaptive_reg = adaptive_reg
-        self.inner_tol = inner_tol
-        self.max_inner = max_inner
-        self.eps = eps
-        self.max_iter = max_iter
-        self.callback = callback
-        self.lazy_reg_scale = "sqrt"
 
     def _estimator(self, problem):
         penalty = check_scalar_in(self.penalty, "penalty", low=0.0, low_inclusive=False)
@@ -484,14 +487,7 @@ class MCN(_CubicMethod):
     def __init__(self, cubic_reg: float = 10.0, adaptive_reg: bool = False, inner_tol: float = 1e-10,
                  max_inner: int = 30, eps: float = 1e-5, max_iter: int = 200,
                  callback: Callable | None = None):
-        self.cubic_reg = cubic_reg
-        self.adaptive_reg = adaptive_reg
-        self.inner_tol = inner_tol
-        self.max_inner = max_inner
-        self.eps = eps
-        self.max_iter = max_iter
-        self.callback = callback
-        self.lazy_reg_scale = "sqrt"
+        super().__init__(cubic_reg, adaptive_reg, inner_tol, max_inner, eps, max_iter, callback)
 
     def _estimator(self, problem):
         return _MinimaxEstimator(problem, self.inner_tol, self.max_inner,
