@@ -12,7 +12,7 @@ import pytest
 
 from icml26.core.stats import loglog_slope
 from icml26.racer import RACERCalibrator, crc_threshold, pac_threshold, weighted_vote
-from icml26.racer.experiment import best_seconds
+from icml26.core.stats import best_seconds
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 N_MODELS = 7

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from icml26.core.stats import loglog_slope
-from icml26.racer.experiment import best_seconds
+from icml26.core.stats import best_seconds
 from icml26.safedec import Always, And, Eventually, Predicate
 from icml26.safedec.experiment import (DisplacementDynamics, ScalingConfig, _decode_time, _offsets,
                                        _zone_spec, run_scaling)

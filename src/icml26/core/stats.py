@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope", "UNDEFINED"]
+__all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope", "best_seconds", "UNDEFINED"]
 
 from .report import UNDEFINED  # "—": a value undefined for a row (no finite measurement)
 
@@ -86,3 +86,25 @@ def loglog_slope(sizes: Sequence[float], costs: Sequence[float]) -> float:
     if x.size < 2 or not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
         raise ValueError("loglog_slope needs at least two positive, finite (size, cost) pairs")
     return float(np.polyfit(x, y, 1)[0])
+
+
+def best_seconds(fn, repeats: int = 5, min_seconds: float = 0.02) -> float:
+    """Best-of-``repeats`` seconds per call, calls batched to last at least ``min_seconds``
+    (millisecond calls timed one by one are dominated by noise on a loaded machine)."""
+    import time
+
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if time.perf_counter() - start >= min_seconds:
+            break
+        number *= 4
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
+    return min(times)

@@ -8,7 +8,6 @@ and ``scaling`` (calibration time against n_cal).
 
 from __future__ import annotations
 
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
-from icml26.core.stats import loglog_slope, summary_table  # noqa: E402
+from icml26.core.stats import best_seconds, loglog_slope, summary_table  # noqa: E402
 
 from .aggregation import select_temperature, weighted_vote  # noqa: E402
 from .baselines import (all_models_sets, best_single_model, naive_quantile_threshold,  # noqa: E402
@@ -360,25 +359,6 @@ class ScalingConfig:
     n_models: int = 7
     min_seconds: float = 0.02
     time_pac_and_fit: bool = True
-
-
-def best_seconds(fn, repeats: int = 5, min_seconds: float = 0.02) -> float:
-    """Best-of-``repeats`` seconds per call, calls batched to last at least ``min_seconds``."""
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        if time.perf_counter() - start >= min_seconds:
-            break
-        number *= 4
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number)
-    return min(times)
 
 
 def run_scaling(config: ScalingConfig, seed: int) -> dict:

@@ -15,7 +15,6 @@ Parts (all exact linear algebra, CPU seconds):
 
 from __future__ import annotations
 
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -24,7 +23,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
-from icml26.core.stats import format_mean_std, loglog_slope
+from icml26.core.stats import best_seconds, format_mean_std, loglog_slope
 
 from .baselines import GraphDrawingFeatures, proto_value_functions, random_features, rho_orthonormalize
 from .bounds import (bound_violations, connectivity_bounds, end_to_end_bounds, estimation_bounds,
@@ -35,6 +34,8 @@ from .mdp import GridWorld, value_function
 
 POLICY_CYCLE = ("uniform", "biased", "dirichlet")
 BOUND_NAMES = ("B1", "B2", "B3", "B4", "B7")
+#: Timed calls are batched to last at least this long (see core.stats.best_seconds).
+TIMING_MIN_SECONDS = 0.05
 #: ``L1 = 0`` and ``UᵀDU = I`` must hold to this absolute tolerance.
 IDENTITY_TOL = 1e-10
 
@@ -499,27 +500,6 @@ class ScalingConfig:
     repeats: int = 5
 
 
-def best_seconds(fn, repeats: int = 5, min_seconds: float = 0.05) -> float:
-    """Best-of-``repeats`` seconds per call, calls batched to last at least ``min_seconds``
-    (millisecond calls timed one by one are dominated by noise on a loaded machine)."""
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - t0
-        if elapsed >= min_seconds or number >= 1 << 16:
-            break
-        number *= 2
-    best = elapsed / number
-    for _ in range(repeats - 1):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
-
-
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     rng = np.random.default_rng([seed, 5])
     dense = []
@@ -533,14 +513,14 @@ def run_scaling(config: ScalingConfig, seed: int) -> dict:
             symmetrized_laplacian(P, rho)
             value_function(P, r, 0.99)
 
-        dense.append({"n": world.n_states, "seconds": best_seconds(pipeline, config.repeats)})
+        dense.append({"n": world.n_states, "seconds": best_seconds(pipeline, config.repeats, TIMING_MIN_SECONDS)})
     world = GridWorld.two_rooms(9, 15, door=3)
     P = world.transition("uniform")
     counts = []
     for T in config.sample_sizes:
         s, s2 = sample_trajectories(P, T, rng=rng)
         counts.append({"T": T, "seconds": best_seconds(lambda: count_weights(s, s2, world.n_states),
-                                                       config.repeats),
+                                                       config.repeats, TIMING_MIN_SECONDS),
                        "sample_seconds": best_seconds(lambda: sample_trajectories(P, T, rng=0), 1,
                                                       min_seconds=0.0)})
     return {"dense": dense, "counts": counts}

@@ -59,7 +59,7 @@ def build_corpus(python_docs: bool = True, docstrings: bool = True) -> str:
 
     Examples
     --------
-    >>> len(load_stdlib_corpus(docstrings=False)) > 100_000
+    >>> len(build_corpus(docstrings=False)) > 100_000
     True
     """
     if not (python_docs or docstrings):
