@@ -450,7 +450,7 @@ def report(directory: Path = typer.Argument(..., help="A report folder with resu
 
 def _mount_method_clis() -> None:
     for info in pkgutil.iter_modules(icml26.__path__):
-        if not info.ispkg or info.name in {"core", "zoo"}:
+        if not info.ispkg or info.name == "core":
             continue
         if not (Path(icml26.__path__[0]) / info.name / "cli.py").is_file():
             continue
