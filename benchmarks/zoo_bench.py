@@ -1,5 +1,6 @@
 """Zoo costs: SmolLM2-135M first load (GGUF de-quantisation + cache write) vs cached load, two
-independent conversions compared bit for bit, and one 256-token forward pass.
+independent conversions compared bit for bit, and one 256-token forward pass, and the
+mean next-token cross-entropy on the corpus test splits.
 
 Run ``python benchmarks/zoo_bench.py`` for the numbers (they go in src/icml26/zoo/README.md), or
 ``pytest benchmarks/zoo_bench.py`` for pytest-benchmark timings of the cached load. Needs the
@@ -63,7 +64,12 @@ def measure() -> dict:
     with torch.no_grad():
         logits = model(ids).logits
     forward = time.perf_counter() - t0
-    return {"first_load_s": first, "cached_load_s": cached, "convert_s": convert_seconds,
+    from icml26.zoo.corpus import corpus_token_blocks
+    from icml26.zoo.lm_eval import next_token_ce
+
+    ce = {src: next_token_ce(model, corpus_token_blocks(tok, source=src, split="test", seq_len=256))
+          for src in ("topics", "docstrings")}
+    return {"test_ce": ce, "first_load_s": first, "cached_load_s": cached, "convert_s": convert_seconds,
             "conversions_identical": same, "state_dict_sha256": manifest_b["state_dict_sha256"],
             "recorded_sha256": smollm2.RECORDED["state_dict_sha256"],
             "forward_shape": tuple(logits.shape), "forward_finite": bool(torch.isfinite(logits).all()),
@@ -81,6 +87,8 @@ def main() -> None:
           f"{m['recorded_sha256'][:16]}…)")
     print(f"  forward (1, 256) tokens: logits {m['forward_shape']}, finite {m['forward_finite']}, "
           f"{m['forward_s']:.2f} s")
+    print("  mean next-token CE on the corpus test split (256-token rows): "
+          + ", ".join(f"{k} {v:.3f} nats" for k, v in m["test_ce"].items()))
 
 
 if __name__ == "__main__":
