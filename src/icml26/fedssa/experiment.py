@@ -64,6 +64,7 @@ class FederationConfig:
     hidden: int = 64
     latent: int = 32
     K: int = 10
+    semantic_reference: str = "own"
 
 
 def _federation(config: FederationConfig, seed: int, **changes):
@@ -78,7 +79,7 @@ def _federation(config: FederationConfig, seed: int, **changes):
 def _fedssa_config(config: FederationConfig, method: str) -> FedSSAConfig:
     return FedSSAConfig(hidden=config.hidden, latent=config.latent, K=config.K,
                         n_sem_clusters=config.n_clusters, n_str_clusters=config.n_clusters,
-                        **VARIANTS.get(method, {}))
+                        semantic_reference=config.semantic_reference, **VARIANTS.get(method, {}))
 
 
 def _run_method(config: FederationConfig, seed: int, method: str, graphs) -> dict:

@@ -31,6 +31,7 @@ Yu, Wan, Chen, Han, Gong. "Heterogeneity-Aware Knowledge Sharing for Graph Feder
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from dataclasses import dataclass, fields
@@ -107,6 +108,15 @@ class FedSSAConfig:
         Raise instead of assigning a client without labelled nodes to a cluster by weight cosine.
     shuffle_clusters : bool
         Negative control: permute the cluster labels at random every round.
+    semantic_reference : {"own", "initial", "global"}
+        Which encoder gives the class-wise Gaussians the server *clusters* on (the alignment
+        loss and the representatives always use the client's own encoder). "own" (default, as
+        the reconstruction is written): the client's current encoder, so clients of different
+        semantic clusters are compared through different encoders. "initial": the initial
+        encoder every client received (a fixed common latent space). "global": the
+        federation-wide average of the semantic weights, sent by the server every round (a
+        learned common latent space; one more copy of the semantic weights downstream). The
+        two common-space options are an addition of ours, not from the paper.
     prox_mu : float
         FedProx's μ (baseline only).
     gcfl_eps1, gcfl_eps2 : float
@@ -146,6 +156,7 @@ class FedSSAConfig:
     dp_sigma: float = 0.0
     strict: bool = False
     shuffle_clusters: bool = False
+    semantic_reference: str = "own"
     prox_mu: float = 0.01
     gcfl_eps1: float = 0.05
     gcfl_eps2: float = 0.1
@@ -157,7 +168,8 @@ class FedSSAConfig:
                    "energy_method": ("auto", "exact", "chebyshev"),
                    "share_filter": ("soft", "hard"),
                    "decoder": ("features", "features+adjacency"),
-                   "likelihood": ("gaussian", "bernoulli")}
+                   "likelihood": ("gaussian", "bernoulli"),
+                   "semantic_reference": ("own", "initial", "global")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -239,12 +251,17 @@ class GraphClient:
             self.net = FedSSANet(graph.n_features, 1 if self.binary else self.n_classes,
                                  config.hidden, config.latent, config.K, config.alpha,
                                  config.dropout, config.likelihood, variational, config.encoder)
-        gamma = [p for n, p in self.net.named_parameters() if n.startswith("filter.")]
-        rest = [p for n, p in self.net.named_parameters() if not n.startswith("filter.")]
-        self.optimizer = torch.optim.Adam([{"params": rest, "weight_decay": config.weight_decay},
-                                           {"params": gamma, "weight_decay": 0.0}], lr=config.lr)
         self.names = [n for n, _ in self.net.named_parameters()]
         self.groups = self.net.parameter_groups()
+        # the deterministic backbone never uses the decoder or the log-variance head: keep them
+        # out of the optimizer (a zero gradient plus weight decay would still move them under Adam)
+        unused = set() if variational else set(self.groups["variational"])
+        self.trained_names = [n for n in self.names if n not in unused]
+        params = dict(self.net.named_parameters())
+        gamma = [params[n] for n in self.trained_names if n.startswith("filter.")]
+        rest = [params[n] for n in self.trained_names if not n.startswith("filter.")]
+        self.optimizer = torch.optim.Adam([{"params": rest, "weight_decay": config.weight_decay},
+                                           {"params": gamma, "weight_decay": 0.0}], lr=config.lr)
         self.round_ = 0
 
     @property
@@ -311,8 +328,9 @@ class GraphClient:
         return terms
 
     def prox_anchor(self, names: list[str]) -> dict:
-        params = dict(self.net.named_parameters())
-        return {n: params[n].detach().clone() for n in names}
+        """FedProx's anchor ``w_g``: a copy of the received (trained) parameters ``names``."""
+        params, trained = dict(self.net.named_parameters()), set(self.trained_names)
+        return {n: params[n].detach().clone() for n in names if n in trained}
 
     # -- evaluation -----------------------------------------------------------------------
     @torch.no_grad()
@@ -370,6 +388,9 @@ class FedSSAClient(GraphClient):
         self._moments_round = None
         self._round_moments = None
         self.energy_method = self.resolved_energy_method()
+        self._reference_net = None
+        if self.config.semantic_reference != "own":  # a copy of the initial (broadcast) network
+            self._reference_net = copy.deepcopy(self.net).eval()
 
     @property
     def semantic_names(self) -> list[str]:
@@ -447,6 +468,12 @@ class FedSSAClient(GraphClient):
         """
         if message.get("weights") is not None:
             self.set_weights(list(message["weights"]), self.semantic_names)
+        if self.config.semantic_reference == "global":
+            reference = message.get("reference_weights")
+            if reference is not None:
+                self._load_reference(np.asarray(reference))
+            elif message.get("weights") is not None:  # warm-up: the weights are the global average
+                self._load_reference(_flat(message["weights"]))
         context = {}
         if message.get("rep_means") is not None:
             context["representatives"] = (
@@ -468,26 +495,48 @@ class FedSSAClient(GraphClient):
         return {**self.payload(), **terms}
 
     @torch.no_grad()
+    def _load_reference(self, flat: np.ndarray) -> None:
+        params = dict(self._reference_net.named_parameters())
+        sizes = [params[n].numel() for n in self.semantic_names]
+        if flat.ndim != 1 or flat.size != sum(sizes):
+            raise ValueError(f"reference_weights must be a flat vector of {sum(sizes)} numbers, "
+                             f"got shape {flat.shape}")
+        for name, chunk in zip(self.semantic_names, np.split(flat, np.cumsum(sizes)[:-1])):
+            params[name].copy_(torch.as_tensor(chunk, dtype=params[name].dtype).view_as(params[name]))
+
+    @torch.no_grad()
     def payload(self) -> dict:
         """What the client uploads (detached; class statistics optionally noised by ``dp_sigma``)."""
         self.net.eval()
         out = self.net(self.graph.x, self.adj)
         means, stds, counts = classwise_gaussians(out["mu"], out["logvar"], self.labels,
                                                   self.graph.train_mask, self.n_classes)
-        if self.config.dp_sigma > 0:
-            gen = torch.Generator().manual_seed(client_seed(self.seed, self.client_id, DP_STREAM + self.round_))
-            means = means + self.config.dp_sigma * torch.randn(means.shape, generator=gen)
-            stds = (stds + self.config.dp_sigma * torch.randn(stds.shape, generator=gen)).abs().clamp_min(1e-3)
+        gen = torch.Generator().manual_seed(client_seed(self.seed, self.client_id, DP_STREAM + self.round_))
+        means, stds = self._noised(means, stds, gen)
         payload = {"weights": self.get_weights(self.semantic_names), "n_train": self.n_train,
                    "n_nodes": self.graph.n_nodes, "class_means": _to_numpy(means),
                    "class_stds": _to_numpy(stds), "class_counts": _to_numpy(counts),
                    "gamma": _to_numpy(self.net.filter.gamma),
                    "signature": _to_numpy(self.signature())}
+        if self._reference_net is not None:  # class-wise Gaussians in the common latent space
+            mu, logvar = self._reference_net.encode(self.graph.x, self.adj)
+            ref_means, ref_stds, _ = classwise_gaussians(mu, logvar, self.labels, self.graph.train_mask,
+                                                         self.n_classes)
+            ref_means, ref_stds = self._noised(ref_means, ref_stds, gen)
+            payload["cluster_means"], payload["cluster_stds"] = _to_numpy(ref_means), _to_numpy(ref_stds)
         if self.config.structure_metric == "grassmann":
             filtered = out["filtered"] - out["filtered"].mean(0, keepdim=True)
             _, _, vh = torch.linalg.svd(filtered.double(), full_matrices=False)
             payload["subspace"] = _to_numpy(vh[: self.config.grassmann_rank].T)
         return payload
+
+    def _noised(self, means, stds, gen):
+        """The optional ``dp_sigma`` Gaussian noise on uploaded class statistics."""
+        if self.config.dp_sigma <= 0:
+            return means, stds
+        means = means + self.config.dp_sigma * torch.randn(means.shape, generator=gen)
+        stds = (stds + self.config.dp_sigma * torch.randn(stds.shape, generator=gen)).abs().clamp_min(1e-3)
+        return means, stds
 
 
 # -- server-side math -----------------------------------------------------------------------
@@ -631,8 +680,9 @@ class FedSSAServer:
             k = len(labelled)
         labels = np.zeros(len(ids), dtype=np.int64)
         if len(labelled) >= 2:
-            means = np.stack([payloads[i]["class_means"] for i in labelled])
-            stds = np.stack([payloads[i]["class_stds"] for i in labelled])
+            # the class-wise Gaussians in the common reference space when the clients send them
+            means = np.stack([payloads[i].get("cluster_means", payloads[i]["class_means"]) for i in labelled])
+            stds = np.stack([payloads[i].get("cluster_stds", payloads[i]["class_stds"]) for i in labelled])
             counts = np.stack([payloads[i]["class_counts"] for i in labelled])
             if cfg.cluster_method == "kmeans":
                 from sklearn.cluster import KMeans
@@ -726,6 +776,11 @@ class FedSSAServer:
             rep_means, rep_stds, present = reps[s]
             messages[i] = {"weights": weights[s], "rep_means": rep_means, "rep_stds": rep_stds,
                            "rep_present": present, "gamma_bar": gamma_bar[t]}
+        if self.config.semantic_reference == "global":
+            reference = _flat(average_weights([payloads[i]["weights"] for i in ids],
+                                              [payloads[i]["n_train"] for i in ids])).astype(np.float32)
+            for i in ids:
+                messages[i]["reference_weights"] = reference
         return messages
 
     @staticmethod

@@ -183,11 +183,14 @@ class FedSSANet(nn.Module):
         return self.decoder(torch.cat([z, onehot], dim=-1))
 
     def parameter_groups(self) -> dict:
-        """Names of the semantic part (φ, θ, W_c, b_c) and the structural part (γ)."""
+        """Names of the semantic part (φ, θ, W_c, b_c), the structural part (γ), the classifier
+        head, and the parts only the ELBO uses (decoder θ and the log-variance head), which a
+        deterministic network (``variational=False``) never trains."""
         names = [n for n, _ in self.named_parameters()]
         return {"structural": [n for n in names if n.startswith("filter.")],
                 "semantic": [n for n in names if not n.startswith("filter.")],
-                "head": [n for n in names if n.startswith("classifier.")]}
+                "head": [n for n in names if n.startswith("classifier.")],
+                "variational": [n for n in names if n.startswith(("decoder.", "logvar."))]}
 
 
 def _gaussian_nll(x: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
