@@ -19,10 +19,13 @@ from icml26.core.validation import check_scalar_in
 
 __all__ = ["cubic_step", "cubic_model", "sosp_certificate", "BISECTION_STEPS"]
 
-#: Bisection steps on the secular equation (bracket doubling is capped at the same count).
+#: Steps on the secular equation (safeguarded Newton on 1/‖s(r)‖ − 1/r, bisection when a
+#: Newton step leaves the bracket); bracket doubling is capped at the same count.
 BISECTION_STEPS = 200
 #: Components of ĝ below this (relative to ‖G‖ + 1) count as zero in the hard-case test.
 HARD_CASE_TOL = 1e-14
+#: Relative tolerance on the secular equation ‖s(r)‖ = r.
+SECULAR_RTOL = 1e-13
 
 
 def cubic_model(G: np.ndarray, H: np.ndarray, M: float, s: np.ndarray) -> float:
@@ -98,15 +101,30 @@ def cubic_step(G: Any, H: Any = None, M: float = 1.0, *, eig: tuple | None = Non
         if step_norm(hi) <= hi:
             break
         hi *= 2.0
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        if mid == lo or mid == hi:
-            break
-        if step_norm(mid) > mid:
-            lo = mid
-        else:
-            hi = mid
+    # safeguarded Newton on F(r) = 1/‖s(r)‖ − 1/r (nearly linear in r), bisection as fallback
     r = hi
+    for _ in range(BISECTION_STEPS):
+        denom = lam + 0.5 * M * r
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.divide(g_hat, denom, out=np.zeros_like(g_hat), where=g_hat != 0.0)
+            n = float(np.linalg.norm(q))     # inf at the pole r = r_lo: counts as n > r
+        if n > r:
+            lo = r
+        else:
+            hi = r
+        if abs(n - r) <= SECULAR_RTOL * r:
+            break
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            dn = -0.5 * M * float(np.sum(np.divide(q * q, denom, out=np.zeros_like(q),
+                                                   where=q != 0.0))) / n
+            slope = -dn / n ** 2 + 1.0 / r ** 2
+            candidate = r - (1.0 / n - 1.0 / r) / slope if slope > 0 else lo
+        if not lo < candidate < hi:
+            candidate = 0.5 * (lo + hi)
+            if candidate in (lo, hi):       # bracket at machine precision
+                r = hi
+                break
+        r = candidate
     return -V @ (g_hat / (lam + 0.5 * M * r))
 
 

@@ -264,12 +264,15 @@ def _weighted_ce_hessian(A, P, w):
 
 
 def hyper_cleaning_digits(seed: int = 0, n_train: int = 200, n_val: int = 200,
-                          corruption: float = 0.4, reg: float = 1e-2) -> HyperCleaning:
+                          corruption: float = 0.4, reg: float = 1e-2, pooling: int = 1
+                          ) -> HyperCleaning:
     """Data hyper-cleaning on scikit-learn's digits (an offline MNIST-like stand-in).
 
     Shuffle with ``seed``; ``n_train`` training samples whose labels are corrupted with
     probability ``corruption`` to a uniformly random *other* class, ``n_val`` clean validation
-    samples, the rest test. Features /16 plus a bias (p = 65), 10 classes. ``x ∈ R^{n_train}``
+    samples, the rest test. Features /16 plus a bias (p = 65), 10 classes; ``pooling`` = k
+    averages k × k pixel blocks first (k ∈ {1, 2, 4, 8}; 2 gives p = 17, for fast tests).
+    ``x ∈ R^{n_train}``
     are logits of sample weights σ(x_i);
 
         g(x, W) = (1/n) Σ σ(x_i) CE(W; a_i, b̃_i) + (c/2)‖W‖²    (μ = c)
@@ -281,10 +284,15 @@ def hyper_cleaning_digits(seed: int = 0, n_train: int = 200, n_val: int = 200,
     n_val = check_int(n_val, "n_val", min_value=2)
     corruption = check_scalar_in(corruption, "corruption", low=0.0, high=1.0, high_inclusive=False)
     reg = check_scalar_in(reg, "reg", low=0.0, low_inclusive=False)
+    pooling = check_int(pooling, "pooling", min_value=1)
+    if 8 % pooling:
+        raise ValueError(f"pooling must divide the 8-pixel image side (1, 2, 4 or 8), got {pooling}")
     digits = load_digits()
     rng = np.random.default_rng([seed, 3])
     order = rng.permutation(len(digits.target))
-    A_all = np.hstack([digits.data[order] / 16.0, np.ones((len(order), 1))])
+    k = 8 // pooling
+    pixels = digits.images[order].reshape(len(order), k, pooling, k, pooling).mean(axis=(2, 4))
+    A_all = np.hstack([pixels.reshape(len(order), -1) / 16.0, np.ones((len(order), 1))])
     labels_all = digits.target[order]
     n_classes = 10
     if n_train + n_val >= len(order):
