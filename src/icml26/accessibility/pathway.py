@@ -1,0 +1,623 @@
+"""The diagnostic pathway: a zero-initialised low-rank bypass from layer ``m`` into the readout.
+
+Reference: *Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs*
+(ICML 2026). The abstract says a minimal pathway routing an intermediate layer's embedding to
+the terminal readout changes the model's behaviour. Its architecture and training recipe could
+not be read; what follows is a **Resolution (not from the paper)**:
+
+``z_t = W_U [ N_γ(h^L_t) + b + B A (n(h^m_t) − μ_m) ]`` ("post-norm" injection), with
+``n(x) = x / rms(x)``, ``μ_m`` the train mean of ``n(h^m)`` (centring), ``A ~ N(0, 1/d)``,
+``B = 0`` (the model is unchanged at step 0) and a learned bias ``b`` that every arm has —
+so a bypass cannot win by learning a domain/unigram shift. Controls with the same rank and
+budget: ``m = L`` (pure adapter capacity), ``m = 0``, ``control="shuffled"`` (rows of
+``n(h^m)`` permuted across tokens: marginal statistics only) and ``control="bias_only"``
+(``z = W_U[N_γ(h^L) + b]``). Training: next-token CE on cached train tokens, the base frozen,
+AdamW, dev CE every ``eval_every`` steps with the best checkpoint kept (step 0 = the base, so
+dev ΔCE ≥ 0 by construction) and stopping after ``patience`` evaluations without improvement
+(the patience rule is ours). The "pre-norm" variant ``z = W_U N_γ(h^L + B A n(h^m)) + W_U b``
+is available too (it recomputes the norm: a full ``d × V`` product per step).
+
+Post-norm steps never form ``W_U`` times a ``d``-vector per token: the logit change is
+``(x Aᵀ)(W_U B)ᵀ + W_U b``, rank ``r`` plus a constant, and the gradients are written out
+(:func:`_post_norm_step`; checked against autograd in the tests), so a step costs
+``O(B·V·r)`` on cached base logits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from icml26.core.validation import check_choice, check_int, check_scalar_in
+
+from .metrics import LayerStats, accessibility_metrics, readout_basis_from_weights, rms_normalize
+
+__all__ = ["DiagnosticPathway", "PathwaySplit", "PathwayCache", "PathwayResult", "build_pathway_cache",
+           "fit_pathway", "save_pathway_cache", "load_pathway_cache", "INJECTIONS", "CONTROLS"]
+
+INJECTIONS = ("post_norm", "pre_norm")
+CONTROLS = (None, "shuffled", "bias_only")
+_SPLITS = ("train", "dev", "test")
+
+
+class DiagnosticPathway(torch.nn.Module):
+    """Low-rank bypass from a source layer's normalised state into the terminal readout input.
+
+    Parameters
+    ----------
+    d_model : int
+    rank : int
+        ``r``; ``rank >= d_model`` is allowed (a "full" bypass).
+    injection : {"post_norm", "pre_norm"}
+        Add the bypass after the final norm (default) or before it.
+    learn_bias : bool
+        Include the learned readout-input bias ``b``.
+    bypass : bool
+        Include ``B A``; ``False`` gives the bias-only arm.
+    seed : int
+        Seed of ``A``'s ``N(0, 1/d)`` initialisation (``B`` starts at zero).
+
+    Examples
+    --------
+    >>> path = DiagnosticPathway(16, rank=4)
+    >>> h_final, h_src = torch.randn(3, 16), torch.randn(3, 16)
+    >>> bool(torch.equal(path(h_final, h_src), h_final))   # zero-initialised: no change
+    True
+    """
+
+    def __init__(self, d_model: int, rank: int = 8, injection: str = "post_norm", learn_bias: bool = True,
+                 bypass: bool = True, seed: int = 0):
+        super().__init__()
+        self.d_model = check_int(d_model, "d_model", min_value=1)
+        self.rank = check_int(rank, "rank", min_value=1)
+        self.injection = check_choice(injection, "injection", INJECTIONS)
+        self.learn_bias = bool(learn_bias)
+        self.bypass = bool(bypass)
+        if not (self.learn_bias or self.bypass):
+            raise ValueError("a pathway needs the bypass, the bias, or both (learn_bias=False and bypass=False)")
+        check_int(seed, "seed", min_value=0)
+        g = torch.Generator().manual_seed(seed)
+        self.A = torch.nn.Parameter(torch.randn(self.rank, d_model, generator=g) / d_model ** 0.5,
+                                    requires_grad=self.bypass)
+        self.B = torch.nn.Parameter(torch.zeros(d_model, self.rank), requires_grad=self.bypass)
+        self.bias = torch.nn.Parameter(torch.zeros(d_model), requires_grad=self.learn_bias)
+        self.register_buffer("source_mean", torch.zeros(d_model))
+
+    def source_features(self, source_states: torch.Tensor) -> torch.Tensor:
+        """``n(h^m) − μ``: RMS-normalised, centred source states."""
+        return rms_normalize(source_states.float()) - self.source_mean
+
+    def delta(self, source_states: torch.Tensor) -> torch.Tensor:
+        """The bypass term ``B A (n(h^m) − μ)`` (zeros for the bias-only arm)."""
+        if not self.bypass:
+            return torch.zeros(*source_states.shape[:-1], self.d_model, dtype=torch.float32)
+        return (self.source_features(source_states) @ self.A.T) @ self.B.T
+
+    def forward(self, final_states: torch.Tensor, source_states: torch.Tensor, norm=None) -> torch.Tensor:
+        """The new readout input (feed it to ``lm_head``).
+
+        Parameters
+        ----------
+        final_states : Tensor (..., d)
+            ``post_norm``: the normed final state ``N_γ(h^L)``; ``pre_norm``: the pre-norm ``h^L``.
+        source_states : Tensor (..., d)
+            The raw source state ``h^m`` (normalised inside).
+        norm : module, required for ``pre_norm``
+            The model's final norm.
+        """
+        if final_states.shape[-1] != self.d_model or source_states.shape[-1] != self.d_model:
+            raise ValueError(f"final_states and source_states must have last dimension {self.d_model}")
+        if self.injection == "post_norm":
+            return final_states + self.bias + self.delta(source_states)
+        if norm is None:
+            raise ValueError("injection='pre_norm' needs the model's final norm (norm=...)")
+        return norm(final_states + self.delta(source_states)) + self.bias
+
+
+@dataclass
+class PathwaySplit:
+    """Cached arrays of one token split (row ``i`` = one predicted position).
+
+    Attributes
+    ----------
+    base_logits : array (N, V) float32 — the frozen model's logits ``W_U N_γ(h^L)``
+    labels : array (N,) int64 — next tokens
+    final_normed : array (N, d) float32 — ``N_γ(h^L)``, the base readout input
+    final_states : array (N, d) float32 — pre-norm ``h^L`` (for the pre-norm variant)
+    sources : dict int -> array (N, d) float32 — ``n(h^m)`` per cached source layer
+    """
+
+    base_logits: np.ndarray
+    labels: np.ndarray
+    final_normed: np.ndarray
+    final_states: np.ndarray
+    sources: dict
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.labels.shape[0])
+
+
+@dataclass
+class PathwayCache:
+    """Train/dev/test :class:`PathwaySplit`\\ s plus the readout (``W_U``, the norm's ``γ`` and eps)."""
+
+    train: PathwaySplit
+    dev: PathwaySplit
+    test: PathwaySplit
+    unembedding: torch.Tensor
+    gamma: torch.Tensor | None = None
+    norm_eps: float = 1e-5
+    n_layers: int | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def layers(self) -> list:
+        return sorted(self.train.sources)
+
+    @property
+    def d_model(self) -> int:
+        return int(self.unembedding.shape[1])
+
+    def split(self, name: str) -> PathwaySplit:
+        return getattr(self, check_choice(name, "split", _SPLITS))
+
+
+@torch.no_grad()
+def _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=None, name=""):
+    """Forward one split, writing each array into a preallocated buffer (a ``.npy`` memmap under
+    ``out_dir`` when given, so the V-wide logits are never held twice)."""
+    from .probe import _forward_states, _label_mask
+
+    n = int(_label_mask(ids, None, skip)[0].sum())
+    V, d = parts.lm_head.weight.shape
+
+    def alloc(key, shape, dtype):
+        if out_dir is None:
+            return np.empty(shape, dtype=dtype)
+        return np.lib.format.open_memmap(Path(out_dir) / f"{name}_{key}.npy", mode="w+", dtype=dtype, shape=shape)
+
+    arrays = {"base_logits": alloc("base_logits", (n, V), np.float32), "labels": alloc("labels", (n,), np.int64),
+              "final_normed": alloc("final_normed", (n, d), np.float32),
+              "final_states": alloc("final_states", (n, d), np.float32),
+              **{f"src{m}": alloc(f"src{m}", (n, d), np.float32) for m in layers}}
+    at = 0
+    for start in range(0, ids.shape[0], batch_size):
+        rows = ids[start:start + batch_size]
+        store = _forward_states(model, parts, rows)
+        mask, labels = _label_mask(rows, None, skip)
+        h_final = store[parts.n_layers][mask].float()
+        normed = parts.norm(h_final).float()
+        values = {"base_logits": parts.lm_head(normed).float(), "labels": labels[mask], "final_normed": normed,
+                  "final_states": h_final, **{f"src{m}": rms_normalize(store[m][mask].float()) for m in layers}}
+        k = int(mask.sum())
+        for key, value in values.items():
+            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                raise FloatingPointError(f"pathway cache: non-finite values in {key} (split {name})")
+            arrays[key][at:at + k] = value.numpy()
+        at += k
+    for arr in arrays.values():
+        if isinstance(arr, np.memmap):
+            arr.flush()
+    return PathwaySplit(arrays["base_logits"], arrays["labels"], arrays["final_normed"], arrays["final_states"],
+                        {m: arrays[f"src{m}"] for m in layers})
+
+
+def _write_readout(cache_meta: dict, unembedding, gamma, folder: Path) -> None:
+    torch.save({"unembedding": unembedding, "gamma": gamma}, folder / "readout.pt")
+    (folder / "meta.json").write_text(json.dumps(cache_meta, default=str))
+
+
+def build_pathway_cache(model, train_ids, dev_ids, test_ids, layers: Sequence[int], *, skip: int = 4,
+                        batch_size: int = 4, path=None) -> PathwayCache:
+    """Run the frozen model once per split and cache what pathway training needs.
+
+    Parameters
+    ----------
+    model : HF causal LM (RMSNorm final norm for the pre-norm variant)
+    train_ids, dev_ids, test_ids : LongTensor (rows, T)
+        Disjoint token blocks.
+    layers : sequence of int in [0, L]
+        Source layers to cache (``n(h^m)`` per token).
+    skip : int
+        Leading positions of each row not predicted (attention-sink tokens).
+    batch_size : int
+    path : folder, optional
+        Also write the cache there (atomically) and return it memory-mapped.
+
+    Returns
+    -------
+    PathwayCache
+    """
+    from .probe import _check_ids, _check_layers, model_parts
+
+    parts = model_parts(model)
+    layers = sorted(set(_check_layers(layers, parts.n_layers)))
+    if not layers:
+        raise ValueError("layers must name at least one source layer")
+    check_int(skip, "skip", min_value=0)
+    checked = {}
+    for name, ids in zip(_SPLITS, (train_ids, dev_ids, test_ids)):
+        ids, _ = _check_ids(ids)
+        if ids.shape[1] <= skip + 1:
+            raise ValueError(f"{name}_ids rows of {ids.shape[1]} tokens leave no position after skip={skip}")
+        checked[name] = ids
+    unembedding = parts.lm_head.weight.detach().float().clone()
+    gamma = None if parts.gamma is None else parts.gamma.float().clone()
+    eps = float(getattr(parts.norm, "variance_epsilon", getattr(parts.norm, "eps", 1e-5)))
+    meta = {"skip": skip, "layers": layers, "norm": type(parts.norm).__name__}
+    if path is None:
+        splits = {name: _cache_split(model, parts, ids, layers, skip, batch_size) for name, ids in checked.items()}
+        return PathwayCache(**splits, unembedding=unembedding, gamma=gamma, norm_eps=eps, n_layers=parts.n_layers,
+                            meta=meta)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        for name, ids in checked.items():
+            _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=tmp, name=name)
+        _write_readout({"norm_eps": eps, "n_layers": parts.n_layers, **meta}, unembedding, gamma, tmp)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return load_pathway_cache(path)
+
+
+def save_pathway_cache(cache: PathwayCache, path) -> Path:
+    """Write a cache folder atomically (a temporary sibling folder, then ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        for name in _SPLITS:
+            split = cache.split(name)
+            for key in ("base_logits", "labels", "final_normed", "final_states"):
+                np.save(tmp / f"{name}_{key}.npy", np.ascontiguousarray(getattr(split, key)))
+            for m, arr in split.sources.items():
+                np.save(tmp / f"{name}_src{m}.npy", np.ascontiguousarray(arr))
+        _write_readout({**cache.meta, "norm_eps": cache.norm_eps, "n_layers": cache.n_layers,
+                        "layers": cache.layers}, cache.unembedding, cache.gamma, tmp)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def load_pathway_cache(path) -> PathwayCache:
+    """Read a cache folder written by :func:`save_pathway_cache` (base logits memory-mapped)."""
+    path = Path(path)
+    if not (path / "meta.json").is_file():
+        raise FileNotFoundError(f"{path} is not a pathway cache (no meta.json)")
+    meta = json.loads((path / "meta.json").read_text())
+    splits = {}
+    for name in _SPLITS:
+        arrays = {key: np.load(path / f"{name}_{key}.npy", mmap_mode="r" if key == "base_logits" else None)
+                  for key in ("base_logits", "labels", "final_normed", "final_states")}
+        sources = {int(m): np.load(path / f"{name}_src{m}.npy") for m in meta["layers"]}
+        splits[name] = PathwaySplit(**arrays, sources=sources)
+    readout = torch.load(path / "readout.pt", weights_only=True)
+    extra = {k: v for k, v in meta.items() if k not in ("norm_eps", "n_layers")}
+    return PathwayCache(**splits, unembedding=readout["unembedding"], gamma=readout["gamma"],
+                        norm_eps=meta["norm_eps"], n_layers=meta["n_layers"], meta=extra)
+
+
+@dataclass
+class PathwayResult:
+    """What one pathway arm achieved (test split unless named otherwise).
+
+    ``delta_ce = CE_base − CE_path`` (positive = the pathway helps); ``kl`` is
+    ``KL(p_path ‖ p_base)``; ``flip_rate`` the share of tokens whose top-1 prediction changed;
+    ``enrichment_base`` / ``enrichment_path`` the ``Â_8`` of the readout input before/after.
+    ``gain_vs_bias`` is set by :meth:`gain_vs` (``CE_bias-only − CE_path``).
+    """
+
+    source_layer: int | None
+    control: str | None
+    rank: int
+    base_ce: float
+    path_ce: float
+    delta_ce: float
+    dev_base_ce: float
+    dev_ce: float
+    dev_delta_ce: float
+    kl: float
+    flip_rate: float
+    best_step: int
+    steps_run: int
+    train_ce_base: float
+    train_ce: float
+    enrichment_base: float
+    enrichment_path: float
+    history: list
+    seconds: float
+    gain_vs_bias: float | None = None
+    pathway: DiagnosticPathway | None = field(default=None, repr=False)
+
+    def gain_vs(self, bias_only: "PathwayResult") -> float:
+        """Token-specific gain ``G = CE_bias-only − CE_path`` on test; stored in ``gain_vs_bias``."""
+        self.gain_vs_bias = float(bias_only.path_ce - self.path_ce)
+        return self.gain_vs_bias
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "pathway"}
+
+
+class _AdamW:
+    """AdamW (Loshchilov & Hutter 2019) with torch's defaults (betas 0.9/0.999, eps 1e-8, decoupled
+    decay). Written out because constructing ``torch.optim.AdamW`` imports ``torch._dynamo``
+    (seconds per process); a test checks it step for step against ``torch.optim.AdamW``."""
+
+    def __init__(self, params, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params = list(params)
+        self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2 = self.betas
+        for p, m, v in zip(self.params, self.m, self.v):
+            if p.grad is None:
+                continue
+            p.mul_(1 - self.lr * self.weight_decay)
+            m.mul_(b1).add_(p.grad, alpha=1 - b1)
+            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+            denom = (v / (1 - b2 ** self.t)).sqrt_().add_(self.eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
+
+
+class _Arm:
+    """Tensors of one arm on one split: base logits, labels, readout input, centred source features."""
+
+    def __init__(self, split: PathwaySplit, source, mean, perm):
+        self.split = split
+        self.labels = torch.from_numpy(np.asarray(split.labels))
+        self.x = None
+        if source is not None:
+            x = torch.from_numpy(np.asarray(split.sources[source], dtype=np.float32)) - mean
+            self.x = x[perm] if perm is not None else x
+
+    def base(self, idx) -> torch.Tensor:
+        return torch.from_numpy(np.asarray(self.split.base_logits[idx], dtype=np.float32))
+
+
+def _logit_change(W, path: DiagnosticPathway, x):
+    """``(x Aᵀ)(W B)ᵀ + W b`` pieces: (u, WB, c)."""
+    u = x @ path.A.T if (path.bypass and x is not None) else None
+    WB = W @ path.B if path.bypass else None
+    c = W @ path.bias
+    return u, WB, c
+
+
+@torch.no_grad()
+def _post_norm_step(W, path: DiagnosticPathway, base, labels, x):
+    """Loss and hand-written gradients of the post-norm pathway on one batch (sets ``.grad``)."""
+    n = base.shape[0]
+    u, WB, c = _logit_change(W, path, x)
+    z = base
+    if u is not None:
+        z.addmm_(u, WB.T)
+    z += c
+    lse = torch.logsumexp(z, dim=1)
+    loss = float((lse - z.gather(1, labels[:, None]).squeeze(1)).mean())
+    G = z.sub_(lse[:, None]).exp_()
+    G[torch.arange(n), labels] -= 1.0
+    G /= n
+    if path.bias.requires_grad:
+        path.bias.grad = W.T @ G.sum(dim=0)
+    if u is not None:
+        gWB = G.T @ u
+        path.B.grad = W.T @ gWB
+        path.A.grad = (G @ WB).T @ x
+    return loss
+
+
+def _pre_norm_logits(cache: PathwayCache, path: DiagnosticPathway, final_states, x):
+    h = final_states + ((x @ path.A.T) @ path.B.T if (path.bypass and x is not None) else 0.0)
+    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + cache.norm_eps)
+    if cache.gamma is not None:
+        normed = normed * cache.gamma
+    return (normed + path.bias) @ cache.unembedding.T
+
+
+@torch.no_grad()
+def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool = False):
+    W = cache.unembedding
+    n_total = arm.labels.shape[0]
+    idx = torch.arange(n_total) if idx is None else idx
+    ce_path = ce_base = kl = flips = 0.0
+    for start in range(0, idx.numel(), batch):
+        rows = idx[start:start + batch]
+        base = arm.base(rows.numpy())
+        y = arm.labels[rows]
+        x = None if arm.x is None else arm.x[rows]
+        if path.injection == "post_norm":
+            u, WB, c = _logit_change(W, path, x)
+            z = base + c
+            if u is not None:
+                z.addmm_(u, WB.T)
+        else:
+            fs = torch.from_numpy(np.asarray(arm.split.final_states[rows.numpy()], dtype=np.float32))
+            z = _pre_norm_logits(cache, path, fs, x)
+        logp = torch.log_softmax(z, dim=1)
+        ce_path += float(-logp.gather(1, y[:, None]).sum())
+        if compare:
+            logq = torch.log_softmax(base, dim=1)
+            ce_base += float(-logq.gather(1, y[:, None]).sum())
+            kl += float((logp.exp() * (logp - logq)).sum())
+            flips += float((logp.argmax(1) != logq.argmax(1)).sum())
+    n = idx.numel()
+    if compare:
+        return {"ce": ce_path / n, "base_ce": ce_base / n, "kl": kl / n, "flip_rate": flips / n}
+    return {"ce": ce_path / n}
+
+
+@torch.no_grad()
+def _readout_enrichment(cache, path, arm: _Arm, k: int = 8) -> tuple[float, float]:
+    Q, sv = readout_basis_from_weights(cache.unembedding)
+    d = cache.d_model
+    base_stats, path_stats = LayerStats(d), LayerStats(d)
+    fn = torch.from_numpy(np.asarray(arm.split.final_normed, dtype=np.float32))
+    base_stats.update(fn)
+    new = fn + path.bias
+    if path.bypass and arm.x is not None:
+        new = new + (arm.x @ path.A.T) @ path.B.T
+    path_stats.update(new)
+    k = min(k, d)
+    return (accessibility_metrics(base_stats.cov(), Q, sv, (k,))[f"enrichment_{k}"],
+            accessibility_metrics(path_stats.cov(), Q, sv, (k,))[f"enrichment_{k}"])
+
+
+def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8, steps: int = 150,
+                lr: float = 5e-4, weight_decay: float = 0.1, batch_size: int = 1024, control: str | None = None,
+                center: bool = True, learn_bias: bool = True, early_stop: bool = True, eval_every: int = 10,
+                patience: int | None = 3, injection: str = "post_norm", train_eval_tokens: int = 4096,
+                seed: int = 0) -> PathwayResult:
+    """Train one pathway arm with the base frozen and measure its behavioural change on test.
+
+    Parameters
+    ----------
+    cache : PathwayCache
+    source_layer : int or None
+        The cached layer ``m`` the bypass reads (ignored, may be None, for ``control="bias_only"``).
+    rank : int
+        ``r`` (``>= d`` allowed: a full bypass).
+    steps, lr, weight_decay, batch_size : training budget (AdamW on batches of cached tokens)
+    control : {None, "shuffled", "bias_only"}
+        ``"shuffled"``: rows of ``n(h^m)`` permuted across tokens within each split (seeded);
+        ``"bias_only"``: only the bias ``b`` is trained.
+    center : bool
+        Subtract the train mean of ``n(h^m)`` from the source features.
+    learn_bias : bool
+        Train the shared readout-input bias ``b`` alongside the bypass.
+    early_stop : bool
+        Keep the best dev checkpoint (step 0 = base) and stop after ``patience`` evaluations
+        without improvement; ``False`` trains all ``steps`` and returns the last parameters.
+    eval_every, patience : int
+    injection : {"post_norm", "pre_norm"}
+    train_eval_tokens : int
+        Train CE (base and pathway) is measured on the first this-many train tokens.
+    seed : int
+        Seeds ``A``'s initialisation, the batch order and the shuffled control's permutation.
+
+    Returns
+    -------
+    PathwayResult (its ``pathway`` holds the trained module)
+
+    Examples
+    --------
+    >>> from icml26.accessibility.data import planted_pathway_cache
+    >>> cache = planted_pathway_cache(seed=0)
+    >>> fit_pathway(cache, cache.meta["hidden_layer"], steps=60, lr=0.05).delta_ce > 0.05
+    True
+    """
+    if not isinstance(cache, PathwayCache):
+        raise TypeError(f"cache must be a PathwayCache, got {type(cache).__name__}")
+    control = check_choice(control, "control", CONTROLS)
+    injection = check_choice(injection, "injection", INJECTIONS)
+    check_int(steps, "steps", min_value=0)
+    check_int(batch_size, "batch_size", min_value=1)
+    check_int(eval_every, "eval_every", min_value=1)
+    check_int(train_eval_tokens, "train_eval_tokens", min_value=1)
+    check_int(seed, "seed", min_value=0)
+    if patience is not None:
+        check_int(patience, "patience", min_value=1)
+    check_scalar_in(lr, "lr", low=0.0, low_inclusive=False)
+    check_scalar_in(weight_decay, "weight_decay", low=0.0)
+    if control != "bias_only":
+        if source_layer not in cache.layers:
+            raise ValueError(f"source_layer must be one of the cached layers {cache.layers}, got {source_layer!r}")
+    else:
+        source_layer = None
+    if injection == "pre_norm" and cache.meta.get("norm", "RMSNorm").lower().find("rms") < 0:
+        raise ValueError(f"injection='pre_norm' needs an RMSNorm final norm, the cache has {cache.meta.get('norm')}")
+    started = time.perf_counter()
+    d = cache.d_model
+    path = DiagnosticPathway(d, rank=rank, injection=injection, learn_bias=learn_bias or control == "bias_only",
+                             bypass=control != "bias_only", seed=seed)
+    gen = torch.Generator().manual_seed(seed + 1)
+    if source_layer is not None and center:
+        path.source_mean.copy_(torch.from_numpy(np.asarray(cache.train.sources[source_layer], dtype=np.float64)
+                                                .mean(axis=0)).float())
+    arms = {}
+    for name in _SPLITS:
+        split = cache.split(name)
+        perm = None
+        if control == "shuffled":
+            perm = torch.randperm(split.n_tokens, generator=torch.Generator().manual_seed(seed + 1000 + len(arms)))
+        arms[name] = _Arm(split, source_layer, path.source_mean, perm)
+    params = [p for p in path.parameters() if p.requires_grad]
+    opt = _AdamW(params, lr=lr, weight_decay=weight_decay)
+    W = cache.unembedding.float()
+    n_train = cache.train.n_tokens
+    dev_base = _evaluate(cache, path, arms["dev"])["ce"]
+    best = (dev_base, 0, {k: v.detach().clone() for k, v in path.state_dict().items()})
+    history = [{"step": 0, "dev_ce": dev_base, "train_loss": float("nan")}]
+    order, cursor, bad, recent, step = torch.randperm(n_train, generator=gen), 0, 0, [], 0
+    for step in range(1, steps + 1):
+        if cursor + batch_size > n_train:
+            order, cursor = torch.randperm(n_train, generator=gen), 0
+        idx = order[cursor:cursor + batch_size].sort().values
+        cursor += batch_size
+        arm = arms["train"]
+        x = None if arm.x is None else arm.x[idx]
+        if injection == "post_norm":
+            loss = _post_norm_step(W, path, arm.base(idx.numpy()), arm.labels[idx], x)
+        else:
+            fs = torch.from_numpy(np.asarray(arm.split.final_states[idx.numpy()], dtype=np.float32))
+            out = torch.nn.functional.cross_entropy(_pre_norm_logits(cache, path, fs, x), arm.labels[idx])
+            opt.zero_grad()
+            out.backward()
+            loss = float(out.detach())
+        if not np.isfinite(loss):
+            raise FloatingPointError(f"pathway training diverged at step {step} (loss {loss}); lower lr")
+        opt.step()
+        recent.append(loss)
+        if step % eval_every == 0 or step == steps:
+            dev_ce = _evaluate(cache, path, arms["dev"])["ce"]
+            history.append({"step": step, "dev_ce": dev_ce, "train_loss": float(np.mean(recent))})
+            recent = []
+            if dev_ce < best[0]:
+                best, bad = (dev_ce, step, {k: v.detach().clone() for k, v in path.state_dict().items()}), 0
+            else:
+                bad += 1
+            if early_stop and patience is not None and bad >= patience:
+                break
+    steps_run = step if steps else 0
+    if early_stop:
+        path.load_state_dict(best[2])
+        best_step = best[1]
+    else:
+        best_step = steps_run
+    dev_ce = _evaluate(cache, path, arms["dev"])["ce"]
+    test = _evaluate(cache, path, arms["test"], compare=True)
+    train_idx = torch.arange(min(train_eval_tokens, n_train))
+    train = _evaluate(cache, path, arms["train"], idx=train_idx, compare=True)
+    enr_base, enr_path = _readout_enrichment(cache, path, arms["test"])
+    return PathwayResult(source_layer=source_layer, control=control, rank=path.rank, base_ce=test["base_ce"],
+                         path_ce=test["ce"], delta_ce=test["base_ce"] - test["ce"], dev_base_ce=dev_base,
+                         dev_ce=dev_ce, dev_delta_ce=dev_base - dev_ce, kl=test["kl"], flip_rate=test["flip_rate"],
+                         best_step=best_step, steps_run=steps_run, train_ce_base=train["base_ce"],
+                         train_ce=train["ce"], enrichment_base=enr_base, enrichment_path=enr_path,
+                         history=history, seconds=time.perf_counter() - started, pathway=path)
