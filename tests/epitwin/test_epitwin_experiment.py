@@ -1,0 +1,64 @@
+"""Quick configs of every part through the runner: structure, claims present, figures."""
+
+import math
+
+import pytest
+
+from icml26.core.experiment import get_experiment
+from icml26.core.runner import run_part
+
+
+@pytest.fixture(scope="module")
+def experiment():
+    return get_experiment("epitwin")
+
+
+def _ok(outcome):
+    assert all(j.error is None for j in outcome.jobs), [j.error for j in outcome.jobs if j.error]
+
+
+def test_registration(experiment):
+    names = [p.name for p in experiment.parts]
+    assert names == ["W", "X", "B", "scaling", "W_seeds", "X_seeds"]
+    assert [p.name for p in experiment.select()] == ["W", "X", "B", "scaling"]
+    assert experiment.part("W").full.epochs < experiment.part("W_seeds").full.epochs == 20
+
+
+def test_part_w_quick(experiment):
+    outcome = run_part(experiment, "W", quick=True)
+    _ok(outcome)
+    claims = outcome.claims_by_name()
+    assert len(claims) == 5
+    for c in claims.values():  # two training epochs: verdicts are not meaningful, numbers are
+        assert math.isfinite(float(c.measured)), c.name
+    table = next(iter(outcome.result.tables.values()))
+    assert {"epitwin", "epitwin_mse", "labram", "idw", "ridge", "zero"} <= set(table["method"])
+    assert set(outcome.result.figures) == {"masked shaft vs truth", "power spectra of masked contacts"}
+    assert any("MNE interpolate_bads" in n for n in outcome.result.notes)
+    assert any("ridge with lags" in n for n in outcome.result.notes)
+
+
+def test_part_x_quick(experiment):
+    outcome = run_part(experiment, "X", quick=True)
+    _ok(outcome)
+    claims = outcome.claims_by_name()
+    assert len(claims) == 4 and any("-HSPE" in n for n in claims)
+    for c in claims.values():
+        assert math.isfinite(float(c.measured)), c.name
+    assert outcome.result.figures
+
+
+def test_part_b_quick_passes(experiment):
+    outcome = run_part(experiment, "B", quick=True)
+    _ok(outcome)
+    for c in outcome.result.claims:
+        assert c.passed, (c.name, c.measured)
+
+
+def test_scaling_quick(experiment):
+    outcome = run_part(experiment, "scaling", quick=True)
+    _ok(outcome)
+    (claim,) = outcome.result.claims
+    # wall-clock timing on a shared machine: the structure is tested, the verdict reported
+    assert math.isfinite(claim.measured) and claim.bar == "≤ 2.15"
+    assert outcome.result.figures
