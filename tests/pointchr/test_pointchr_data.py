@@ -5,7 +5,8 @@ import pytest
 import torch
 from sklearn.base import clone
 
-from icml26.pointchr import (DGCNNLite, HyCoReLite, PointCHRClassifier, PointNetLite, load_point_cloud,
+from icml26.pointchr import (DGCNNLite, HyCoReLite, PointCHRClassifier, PointNet2Lite, PointNetLite,
+                             load_point_cloud,
                              make_coarse_dataset, make_fine_detail_dataset)
 from icml26.pointchr.data import _gear, _gear_profile, _rounded_box
 
@@ -92,7 +93,8 @@ def test_loader_bad_files_raise(tmp_path):
 
 @pytest.mark.parametrize("net", [PointNetLite(4, use_chr=True, chr_stage="all", k=8),
                                  PointNetLite(4, curvature_feature=True, k=8),
-                                 DGCNNLite(4, use_chr=True, k=8), HyCoReLite(4)])
+                                 DGCNNLite(4, use_chr=True, k=8), HyCoReLite(4),
+                                 PointNet2Lite(4, use_chr=True, k=8, centroids=(16, 8), nsample=8)])
 def test_backbones_forward_backward_and_keep_float64(net):
     xyz = torch.randn(3, 40, 3, dtype=torch.float64, requires_grad=True)
     net = net.double()
@@ -100,6 +102,16 @@ def test_backbones_forward_backward_and_keep_float64(net):
     assert logits.shape == (3, 4) and logits.dtype == torch.float64
     logits.sum().backward()
     assert torch.isfinite(xyz.grad).all()
+
+
+def test_fps_spreads_points_and_ball_query_stays_in_radius():
+    from icml26.pointchr.baselines import ball_query, farthest_point_sample
+    line = torch.linspace(0, 1, 101, dtype=torch.float64)
+    xyz = torch.stack([line, torch.zeros_like(line), torch.zeros_like(line)], -1)[None]
+    assert sorted(farthest_point_sample(xyz, 3)[0].tolist()) == [0, 50, 100]
+    group = ball_query(xyz, xyz[:, [0, 50]], radius=0.055, nsample=8)
+    dist = (xyz[0, group[0]] - xyz[0, [0, 50]][:, None]).norm(dim=-1)
+    assert float(dist.max()) <= 0.055 and group.shape == (1, 2, 8)
 
 
 def test_backbone_rejects_wrong_shape_and_curvature():

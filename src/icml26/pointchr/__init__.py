@@ -7,7 +7,7 @@ cloud analysis", ICML 2026 (authors not retrieved). Everything not stated in the
 labelled Resolution (see the README).
 """
 
-from .baselines import DGCNNLite, EdgeConv, HyCoReLite, PointNetLite, shuffle_within_clouds
+from .baselines import DGCNNLite, EdgeConv, HyCoReLite, PointNet2Lite, PointNetLite, shuffle_within_clouds
 from .chr import CHR, CurvatureHyperbolicRectifier
 from .curvature import knn_indices, surface_variation
 from .data import PointCloudSet, load_point_cloud, make_coarse_dataset, make_fine_detail_dataset
@@ -15,6 +15,6 @@ from .hyperbolic import PoincareOps
 from .train import PointCHRClassifier, build_model, predict_logits, train_classifier
 
 __all__ = ["CurvatureHyperbolicRectifier", "CHR", "PoincareOps", "surface_variation", "knn_indices",
-           "PointNetLite", "DGCNNLite", "HyCoReLite", "EdgeConv", "shuffle_within_clouds",
+           "PointNetLite", "DGCNNLite", "PointNet2Lite", "HyCoReLite", "EdgeConv", "shuffle_within_clouds",
            "PointCHRClassifier", "build_model", "train_classifier", "predict_logits",
            "make_fine_detail_dataset", "make_coarse_dataset", "load_point_cloud", "PointCloudSet"]

@@ -3,6 +3,9 @@
 * :class:`PointNetLite` — shared MLP + max-pool (Qi et al., 2017), optional curvature as a 4th
   input channel (the "curvature-as-feature" control) and optional CHR (``chr_stage``).
 * :class:`DGCNNLite` — one EdgeConv layer on the k-NN graph (Wang et al., 2019), optional CHR.
+* :class:`PointNet2Lite` — PointNet++ single-scale grouping, two set-abstraction stages (farthest
+  point sampling + ball query; Qi et al., 2017b); CHR acts on the last stage's centroids with the
+  curvature computed on those centroids.
 * :class:`HyCoReLite` — the hyperbolic control without curvature awareness: a PointNet-lite
   encoder whose global feature lives on the Poincaré ball, trained with HyCoRe's part–whole
   entailment and contrastive regularisers (Montanaro et al., 2022). *Resolution (not from the
@@ -31,7 +34,7 @@ from .chr import CurvatureHyperbolicRectifier
 from .curvature import check_finite, check_points, knn_indices, surface_variation
 from .hyperbolic import PoincareOps
 
-__all__ = ["PointNetLite", "DGCNNLite", "HyCoReLite", "EdgeConv", "SharedMLP", "shuffle_within_clouds"]
+__all__ = ["PointNetLite", "DGCNNLite", "PointNet2Lite", "HyCoReLite", "farthest_point_sample", "ball_query", "EdgeConv", "SharedMLP", "shuffle_within_clouds"]
 
 
 def shuffle_within_clouds(values: torch.Tensor, seed: int) -> torch.Tensor:
@@ -216,6 +219,93 @@ class DGCNNLite(_PointClassifier):
 
     def _first(self, inp: torch.Tensor, xyz: torch.Tensor) -> torch.Tensor:
         return self.first(inp, xyz)
+
+
+def farthest_point_sample(xyz: torch.Tensor, m: int) -> torch.Tensor:
+    """Indices (B, m) of farthest point sampling, starting from point 0 (deterministic)."""
+    b, n, _ = xyz.shape
+    m = check_int(m, "m", min_value=1, max_value=n)
+    idx = torch.zeros(b, m, dtype=torch.long, device=xyz.device)
+    dist = torch.full((b, n), float("inf"), dtype=xyz.dtype, device=xyz.device)
+    last = xyz[:, 0]
+    for i in range(1, m):
+        dist = torch.minimum(dist, (xyz - last[:, None]).pow(2).sum(-1))
+        idx[:, i] = dist.argmax(dim=1)
+        last = xyz[torch.arange(b), idx[:, i]]
+    return idx
+
+
+def ball_query(xyz: torch.Tensor, centroids: torch.Tensor, radius: float, nsample: int) -> torch.Tensor:
+    """Indices (B, M, nsample) of up to ``nsample`` nearest points within ``radius`` of each centroid;
+    slots beyond the ball repeat the nearest point (PointNet++'s convention)."""
+    dist = torch.cdist(centroids, xyz)                                 # (B, M, N)
+    nsample = min(nsample, xyz.shape[1])
+    d, idx = dist.topk(nsample, dim=-1, largest=False)
+    return torch.where(d <= radius, idx, idx[..., :1].expand_as(idx))
+
+
+class _SetAbstraction(nn.Module):
+    def __init__(self, n_centroids: int, radius: float, nsample: int, widths: list[int]):
+        super().__init__()
+        self.n_centroids, self.radius, self.nsample = n_centroids, radius, nsample
+        self.mlp = SharedMLP(widths)
+
+    def forward(self, xyz: torch.Tensor, feats: torch.Tensor | None):
+        b = torch.arange(xyz.shape[0], device=xyz.device)
+        centre_idx = farthest_point_sample(xyz, min(self.n_centroids, xyz.shape[1]))
+        centres = xyz[b[:, None], centre_idx]                              # (B, M, 3)
+        group = ball_query(xyz, centres, self.radius, self.nsample)        # (B, M, S)
+        local = xyz[b[:, None, None], group] - centres.unsqueeze(2)         # (B, M, S, 3)
+        if feats is not None:
+            local = torch.cat([local, feats[b[:, None, None], group]], dim=-1)
+        return centres, self.mlp(local).amax(dim=2)
+
+
+class PointNet2Lite(nn.Module):
+    """PointNet++-SSG-lite: two set-abstraction stages (FPS + ball query), max-pool, head; optional CHR.
+
+    CHR (``use_chr=True``) rectifies the last stage's centroid features, with κ the surface
+    variation of the centroids (``k`` clamped to the number of centroids); the head input is
+    ``concat(max-pool, z_hyp)`` as in :class:`PointNetLite`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = PointNet2Lite(num_classes=3, use_chr=True).eval()
+    >>> net(torch.randn(2, 256, 3)).shape
+    torch.Size([2, 3])
+    """
+
+    def __init__(self, num_classes: int, *, use_chr: bool = False, hyp_dim: int | None = 64,
+                 k: int = 16, centroids: tuple = (128, 32), radii: tuple = (0.2, 0.4),
+                 nsample: int = 32, head_hidden: int = 64, dropout: float = 0.3, **chr_kwargs):
+        super().__init__()
+        self.num_classes = check_int(num_classes, "num_classes", min_value=2)
+        self.k = check_int(k, "k", min_value=3)
+        self.sa1 = _SetAbstraction(check_int(centroids[0], "centroids", min_value=self.k), radii[0],
+                                   nsample, [3, 32, 32, 64])
+        self.sa2 = _SetAbstraction(check_int(centroids[1], "centroids", min_value=self.k), radii[1],
+                                   nsample, [3 + 64, 64, 128])
+        self.chr_pool = (CurvatureHyperbolicRectifier(128, hyp_dim, k=self.k, **chr_kwargs)
+                         if use_chr else None)
+        head_in = 128 + (self.chr_pool.out_dim if self.chr_pool is not None else 0)
+        self.head = nn.Sequential(nn.Linear(head_in, head_hidden), nn.BatchNorm1d(head_hidden),
+                                  nn.ReLU(), nn.Dropout(dropout), nn.Linear(head_hidden, num_classes))
+
+    def forward(self, xyz: torch.Tensor, curvature: torch.Tensor | None = None,
+                return_chr: bool = False):
+        """Class logits of clouds ``xyz`` (B, N, 3); ``curvature`` of the input points is ignored
+        (κ is computed on the sampled centroids)."""
+        check_points(xyz, "xyz", k=self.sa1.n_centroids)
+        c1, f1 = self.sa1(xyz, None)
+        c2, f2 = self.sa2(c1, f1)
+        pooled = f2.amax(dim=1)
+        out = None
+        if self.chr_pool is not None:
+            out = self.chr_pool(c2, f2, surface_variation(c2, self.k))
+            pooled = torch.cat([pooled, out["pooled"]], dim=-1)
+        logits = self.head(pooled)
+        return (logits, out) if return_chr else logits
 
 
 class HyCoReLite(nn.Module):

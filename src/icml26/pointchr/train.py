@@ -17,13 +17,13 @@ from torch.nn import functional as F
 from icml26.core.validation import (check_choice, check_finite_array, check_int, check_scalar_in,
                                     check_vector)
 
-from .baselines import DGCNNLite, HyCoReLite, PointNetLite, shuffle_within_clouds
+from .baselines import DGCNNLite, HyCoReLite, PointNet2Lite, PointNetLite, shuffle_within_clouds
 from .curvature import check_points, surface_variation
 
 __all__ = ["build_model", "train_classifier", "predict_logits", "PointCHRClassifier", "VARIANTS"]
 
 VARIANTS = ("base", "curv", "chr", "chr_shuffled", "hycore")
-BACKBONES = ("pointnet", "dgcnn")
+BACKBONES = ("pointnet", "dgcnn", "pointnet2")
 
 
 def build_model(variant: str, num_classes: int, backbone: str = "pointnet", k: int = 16,
@@ -38,6 +38,10 @@ def build_model(variant: str, num_classes: int, backbone: str = "pointnet", k: i
     check_choice(backbone, "backbone", BACKBONES)
     if variant == "hycore":
         return HyCoReLite(num_classes, hyp_dim=hyp_dim)
+    if backbone == "pointnet2":
+        if variant not in ("base", "chr"):
+            raise ValueError(f"backbone 'pointnet2' supports variant 'base' or 'chr', got {variant!r}")
+        return PointNet2Lite(num_classes, use_chr=variant == "chr", hyp_dim=hyp_dim, k=k, **chr_kwargs)
     cls = PointNetLite if backbone == "pointnet" else DGCNNLite
     return cls(num_classes, use_chr=variant in ("chr", "chr_shuffled"), chr_stage=chr_stage,
                curvature_feature=variant == "curv", hyp_dim=hyp_dim, k=k, **chr_kwargs)
@@ -114,7 +118,8 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
     ----------
     variant : {"chr", "base", "curv", "chr_shuffled", "hycore"}
         ``chr`` (default) inserts the CHR module; the others are the paper-comparison controls.
-    backbone : {"pointnet", "dgcnn"}
+    backbone : {"pointnet", "dgcnn", "pointnet2"}
+        ``pointnet2`` computes κ on its own centroids (variants ``base`` and ``chr`` only).
     epochs, batch_size, lr, weight_decay : training recipe
     k : int
         Curvature neighbourhood size.
