@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator
 
 from icml26.core.validation import check_choice, check_int, check_scalar_in
 
-from .quant import ActivationStats, GroupQuantizer, _gptq, check_gram, check_weight
+from .quant import ActivationStats, GroupQuantizer, _gptq, check_weight
 
 __all__ = ["ProjQ", "lordq_init", "loftq_init", "uncorrectable_residual", "residual_profile",
            "top_right_singular_vectors", "check_rank"]
@@ -45,7 +45,7 @@ def _check_stats(stats, n: int) -> ActivationStats:
         raise ValueError(f"{stats.name}: stats have {stats.n_features} features, the weight has {n} inputs")
     if stats.N == 0:
         raise ValueError(f"{stats.name}: no activations collected yet")
-    check_gram(stats.G, n, f"{stats.name}: Gram matrix")
+    stats.check("all")
     return stats
 
 
@@ -76,7 +76,13 @@ def top_right_singular_vectors(M: torch.Tensor, rank: int, svd: str = "exact",
                                generator: torch.Generator | None = None) -> torch.Tensor:
     """The top-``rank`` right singular vectors of ``M`` (columns of an n × rank matrix)."""
     if svd == "exact":
-        return torch.linalg.svd(M, full_matrices=False).Vh[:rank].T
+        # eigh of the smaller Gram matrix: the same subspace as the SVD, at a fraction of the cost
+        if M.shape[0] >= M.shape[1]:
+            return torch.linalg.eigh(M.T @ M).eigenvectors[:, -rank:].flip(1)
+        eigenvalues, U = torch.linalg.eigh(M @ M.T)
+        U, sigma = U[:, -rank:].flip(1), eigenvalues[-rank:].flip(0).clamp(min=0).sqrt()
+        Q, R = torch.linalg.qr((M.T @ U) / torch.where(sigma > 0, sigma, torch.ones_like(sigma)))
+        return Q * torch.sign(torch.diagonal(R))
     generator = generator if generator is not None else torch.Generator().manual_seed(0)
     return _randomized_svd(M, rank, PROJECTION_OVERSAMPLE, generator)[2].T
 
@@ -202,18 +208,23 @@ class ProjQ(BaseEstimator):
         W_hat = _gptq(W, stats.hessian("all"), quantizer, self.damp, self.block_size, layer)
         self.W_gptq_ = W_hat
         G_proj, N_proj = stats.gram(self.projection_tokens)
-        check_gram(G_proj, n, f"{layer}: projection Gram matrix")
+        stats.check(self.projection_tokens)
         S = stats.sqrt_gram(self.projection_tokens)
         W64 = W.to(torch.float64)
         history = {"proj_loss": [], "full_loss": [], "p_diff": []}
         best, best_loss, V_prev = W_hat, math.inf, None
-        eye = torch.eye(n, dtype=torch.float64)
+        E = W64 - W_hat.to(torch.float64)
+        ES = E @ S
         for t in range(1, self.max_iter + 1):
-            V, H_perp = self._projection(W64 - W_hat.to(torch.float64), S, G_proj, N_proj, rank, generator, eye)
+            V, H_perp = self._projection(E, ES, S, G_proj, N_proj, rank, generator)
             W_hat = _gptq(W, H_perp, quantizer, self.damp, self.block_size, layer)
             E = W64 - W_hat.to(torch.float64)
-            proj_loss = 0.5 * N_proj * float(torch.einsum("ij,jk,ik->", E, H_perp, E))
-            full_loss = float(((E @ S) ** 2).sum())
+            ES = E @ S
+            full_loss = float((ES ** 2).sum())
+            if self.projector == "weight_space":
+                proj_loss = 0.5 * N_proj * float(torch.einsum("ij,jk,ik->", E, H_perp, E))
+            else:   # ‖ES (I − VVᵀ)‖² for an orthonormal V
+                proj_loss = full_loss - float(((ES @ V) ** 2).sum())
             p_diff = (math.sqrt(max(0.0, 2 * rank - 2 * float(((V.T @ V_prev) ** 2).sum())))
                       if V_prev is not None else math.nan)
             history["proj_loss"].append(proj_loss)
@@ -235,18 +246,19 @@ class ProjQ(BaseEstimator):
         self.W_hat_ = best if self.return_best else W_hat
         return self
 
-    def _projection(self, E, S, G, N, rank, generator, eye):
-        """The projector basis and the projected Hessian H_⊥ for the current error E."""
+    def _projection(self, E, ES, S, G, N, rank, generator):
+        """The projector basis V and the projected Hessian H_⊥ for the current error E (ES = E S)."""
         if self.projector == "activation":
-            V = top_right_singular_vectors(E @ S, rank, self.svd, generator)
-            H_perp = (2.0 / N) * (S @ (eye - V @ V.T) @ S)
+            V = top_right_singular_vectors(ES, rank, self.svd, generator)
         elif self.projector == "left_singular":   # negative control: output-space directions
-            V = torch.linalg.svd(E @ S, full_matrices=False).U[:, :rank]
-            H_perp = (2.0 / N) * (S @ (eye - V @ V.T) @ S)
+            V = torch.linalg.svd(ES, full_matrices=False).U[:, :rank]
         else:                                      # negative control: weight-space projection
             V = top_right_singular_vectors(E, rank, self.svd, generator)
-            P_perp = eye - V @ V.T
+            P_perp = torch.eye(E.shape[1], dtype=E.dtype) - V @ V.T
             H_perp = (2.0 / N) * (P_perp @ G @ P_perp)
+            return V, 0.5 * (H_perp + H_perp.T)
+        SV = S @ V                                 # S (I − VVᵀ) S = G − (SV)(SV)ᵀ
+        H_perp = (2.0 / N) * (G - SV @ SV.T)
         return V, 0.5 * (H_perp + H_perp.T)
 
     def transform(self, W=None) -> torch.Tensor:
@@ -289,7 +301,9 @@ def residual_profile(W: torch.Tensor, W_hat: torch.Tensor, stats: ActivationStat
 def residual_profile_from_sqrt(W, W_hat, S, ranks) -> dict:
     """:func:`residual_profile` with the square root ``S`` of the Gram matrix given."""
     W64 = W.to(torch.float64)
-    sigma2 = torch.linalg.svdvals((W64 - W_hat.to(torch.float64)) @ S) ** 2
+    ES = (W64 - W_hat.to(torch.float64)) @ S
+    gram = ES @ ES.T if ES.shape[0] <= ES.shape[1] else ES.T @ ES     # σ² from the smaller Gram matrix
+    sigma2 = torch.linalg.eigvalsh(gram).flip(0).clamp(min=0)
     reference = float(((W64 @ S) ** 2).sum())
     if reference == 0:
         raise ValueError("‖W S‖ is zero: the weight or the activations vanish; ρ is undefined")
@@ -408,7 +422,7 @@ def loftq_init(W: torch.Tensor, quantizer: GroupQuantizer, rank: int, n_iter: in
     correction = torch.zeros_like(W)
     for _ in range(n_iter):
         W_hat = quantizer.quantize(W - correction)[0]
-        U, sigma, Vh = torch.linalg.svd((W - W_hat).to(torch.float64), full_matrices=False)
+        U, sigma, Vh = torch.linalg.svd(W - W_hat, full_matrices=False)   # float32, as PEFT's LoftQ
         half = sigma[:rank].sqrt()
         B, A = U[:, :rank] * half, half[:, None] * Vh[:rank]
         correction = (B @ A).to(torch.float32)

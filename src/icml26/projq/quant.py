@@ -319,6 +319,7 @@ class ActivationStats:
         self.N = 0
         self.G_last = self.G.clone()
         self.N_last = 0
+        self._cache = {}  # square roots and validity checks, cleared by update()
 
     @torch.no_grad()
     def update(self, X: torch.Tensor) -> None:
@@ -334,6 +335,7 @@ class ActivationStats:
         self.N_last = X.shape[0]
         self.G += self.G_last
         self.N += self.N_last
+        self._cache = {}
 
     def hessian(self, tokens: str = "all") -> torch.Tensor:
         """GPTQ's Hessian ``(2/N)·XᵀX`` over all tokens or the last batch."""
@@ -353,9 +355,19 @@ class ActivationStats:
 
     def sqrt_gram(self, tokens: str = "all") -> torch.Tensor:
         """Symmetric PSD square root ``S = G^{1/2}`` (float64, negative eigenvalues clipped to 0)."""
-        G, _ = self.gram(tokens)
-        eigenvalues, eigenvectors = torch.linalg.eigh(G)
-        return (eigenvectors * eigenvalues.clamp(min=0).sqrt()) @ eigenvectors.T
+        key = ("sqrt", tokens)
+        if key not in self._cache:
+            G, _ = self.gram(tokens)
+            eigenvalues, eigenvectors = torch.linalg.eigh(G)
+            self._cache[key] = (eigenvectors * eigenvalues.clamp(min=0).sqrt()) @ eigenvectors.T
+        return self._cache[key]
+
+    def check(self, tokens: str = "all") -> None:
+        """Raise ValueError (naming the layer) unless the Gram matrix is finite, symmetric and PSD."""
+        key = ("checked", tokens)
+        if key not in self._cache:
+            check_gram(self.gram(tokens)[0], self.n_features, f"{self.name}: Gram matrix")
+            self._cache[key] = True
 
     @classmethod
     def from_module_hook(cls, module: torch.nn.Module, name: str = "layer"):
@@ -388,7 +400,8 @@ class ActivationStats:
         if not isinstance(G, torch.Tensor) or G.ndim != 2:
             raise ValueError(f"{name}: G must be a square 2-D tensor")
         stats = cls(G.shape[0], name)
-        stats.G = check_gram(G, G.shape[0], "G")
+        stats.G = check_gram(G, G.shape[0], f"{name}: G")
         stats.N = N
         stats.G_last, stats.N_last = stats.G, N
+        stats._cache = {}
         return stats
