@@ -63,29 +63,24 @@ class _World:
         self.projector = torch.randn(D_MODEL, hidden, generator=gen) / D_MODEL ** 0.5 * 3.0
 
 
-def _descriptions(labels, objects, emotional: bool, rng, cfg: Tier2Config) -> np.ndarray:
-    n = len(labels)
+def _descriptions(labels, objects, emotional, rng, cfg: Tier2Config) -> np.ndarray:
+    """(n, 12) word ids of sampled descriptions (``emotional``: bool per sample)."""
+    n, t, k = len(labels), N_GENERATED, len(EMOTIONS)
     word_id = {w: i for i, w in enumerate(VOCABULARY)}
-    emo_ids = np.array([[word_id[w] for w in WHEEL_WORDS[k]] for k in EMOTIONS])    # (K, 3)
+    emo_ids = np.array([[word_id[w] for w in WHEEL_WORDS[e]] for e in EMOTIONS])    # (K, 3)
     obj_ids = np.array([word_id[w] for w in OBJECT_WORDS])
     fill_ids = np.array([word_id[w] for w in FILLER_WORDS])
-    out = np.empty((n, N_GENERATED), dtype=np.int64)
-    k = len(EMOTIONS)
-    for i in range(n):
-        for t in range(N_GENERATED):
-            u = rng.random()
-            if u < cfg.p_emotion:
-                if emotional:
-                    v = rng.random()
-                    cat = labels[i] if v < cfg.p_label else (0 if v < cfg.p_label + cfg.p_joy else rng.integers(k))
-                else:
-                    cat = 0 if rng.random() < 0.4 else rng.integers(1, k)
-                out[i, t] = emo_ids[cat, rng.integers(3)]
-            elif u < cfg.p_emotion + (1 - cfg.p_emotion) / 2:
-                out[i, t] = obj_ids[objects[i]] if rng.random() < 0.5 else obj_ids[rng.integers(8)]
-            else:
-                out[i, t] = fill_ids[rng.integers(8)]
-    return out
+    emotional = np.broadcast_to(np.asarray(emotional, bool), (n,))[:, None]
+    u, v = rng.random((n, t)), rng.random((n, t))
+    other = rng.integers(0, k, (n, t))
+    cat_emotional = np.where(v < cfg.p_label, labels[:, None], np.where(v < cfg.p_label + cfg.p_joy, 0, other))
+    cat_neutral = np.where(v < 0.4, 0, rng.integers(1, k, (n, t)))
+    cat = np.where(emotional, cat_emotional, cat_neutral)
+    emo_word = emo_ids[cat, rng.integers(0, 3, (n, t))]
+    obj_word = np.where(rng.random((n, t)) < 0.5, obj_ids[objects][:, None], obj_ids[rng.integers(0, 8, (n, t))])
+    fill_word = fill_ids[rng.integers(0, 8, (n, t))]
+    obj_cut = cfg.p_emotion + (1 - cfg.p_emotion) / 2
+    return np.where(u < cfg.p_emotion, emo_word, np.where(u < obj_cut, obj_word, fill_word))
 
 
 def _prompts(model, world: _World, visual: np.ndarray) -> torch.Tensor:
@@ -97,25 +92,46 @@ def _prompts(model, world: _World, visual: np.ndarray) -> torch.Tensor:
     return torch.cat([bos, patches, q], 1)
 
 
-def train_tier2(seed: int, config: Tier2Config = Tier2Config()):
-    """Train the tier-2 model for ``seed``; returns ``(model, world)`` (model in eval mode)."""
+def _cache_file(seed: int, config: Tier2Config):
+    import dataclasses
+    import hashlib
+    import json
+
+    from icml26.core.cache import cache_root
+
+    key = hashlib.sha256(json.dumps([seed, dataclasses.asdict(config), 1], sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root("emotion_circuits") / f"tier2_{key}.pt"
+
+
+def train_tier2(seed: int, config: Tier2Config = Tier2Config(), use_cache: bool = True):
+    """Train the tier-2 model for ``seed``; returns ``(model, world)`` (model in eval mode).
+
+    With ``use_cache`` the trained weights are kept in the icml26 cache folder (written
+    atomically) and reused, so a rerun skips training.
+    """
+    import os
+
     from icml26.zoo import tiny_llama
 
     check_int(seed, "seed", min_value=0)
     world = _World(seed, config.hidden)
     model = tiny_llama(vocab=len(VOCABULARY), hidden=config.hidden, layers=config.layers, heads=config.heads,
                        seed=seed, intermediate=config.intermediate, max_position=64)
+    path = _cache_file(seed, config)
+    if use_cache and path.is_file():
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        model.load_state_dict(saved["state"])
+        model.final_loss_ = float(saved["loss"])
+        model.from_cache_ = True
+        return model.eval(), world
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
     rng = np.random.default_rng([seed, 41])
-    gen = torch.Generator().manual_seed(seed)
     for step in range(config.steps):
         emo, neu, labels, objects, _ = toy_images(config.batch, 0, world.raw, 0.1, rng=rng)
         emotional = rng.random(config.batch) < 0.75
         visual = np.where(emotional[:, None, None], emo, neu)
-        words = np.stack([_descriptions(labels[i:i + 1], objects[i:i + 1], bool(emotional[i]), rng, config)[0]
-                          for i in range(config.batch)])
-        ids = torch.tensor(words)
+        ids = torch.tensor(_descriptions(labels, objects, emotional, rng, config))
         prompt = _prompts(model, world, visual)
         x = torch.cat([prompt, model.get_input_embeddings()(ids[:, :-1])], 1)
         logits = model(inputs_embeds=x, use_cache=False).logits[:, QUERY_POS:]
@@ -123,9 +139,14 @@ def train_tier2(seed: int, config: Tier2Config = Tier2Config()):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    del gen
     model.eval()
     model.final_loss_ = float(loss)
+    model.from_cache_ = False
+    if use_cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save({"state": model.state_dict(), "loss": model.final_loss_}, tmp)
+        os.replace(tmp, path)
     return model, world
 
 
