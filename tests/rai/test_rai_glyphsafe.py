@@ -9,7 +9,7 @@ from icml26.rai import (AdaShieldS, CoCA, ECSOLite, GlyphSafe, GlyphSafeConfig, 
 from icml26.rai.baselines import with_prefix
 from icml26.rai.glyphsafe import VOCAB, encode
 
-TINY = GlyphSafeConfig(hidden=32, layers=3, heads=2, intermediate=64, batch=4, s1_steps=2, s2_steps=2,
+TINY = GlyphSafeConfig(hidden=32, layers=3, heads=2, intermediate=64, batch=4, s1_steps=2, s0_steps=2, s2_steps=2,
                        s3_grid=(1, 2), n_precondition=4)
 
 

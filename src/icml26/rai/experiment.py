@@ -39,14 +39,15 @@ METRICS = ["attack_asr", "attack_asr_steps", "over_refusal", "compliance", "colo
 class GlyphSafeExpConfig:
     """World/training recipe (flattened :class:`GlyphSafeConfig`), evaluation sizes, RAI settings."""
 
-    hidden: int = 128
+    hidden: int = 64
     layers: int = 4
     heads: int = 4
-    intermediate: int = 256
-    batch: int = 16
+    intermediate: int = 128
+    batch: int = 32
     lr: float = 3e-3
-    s1_steps: int = 300
-    s2_steps: int = 300
+    s1_steps: int = 800
+    s0_steps: int = 400
+    s2_steps: int = 400
     s3_grid: tuple = (200, 400, 600)
     n_precondition: int = 100
     n_attack: int = 600
@@ -421,7 +422,7 @@ EXPERIMENT = register(Experiment(
     parts=[
         Part(name="glyphsafe", run=run_glyphsafe, summarize=summarize_glyphsafe,
              quick=GlyphSafeExpConfig(hidden=32, layers=3, heads=2, intermediate=64, batch=8, s1_steps=4,
-                                      s2_steps=3, s3_grid=(2,), n_precondition=8, n_attack=12, n_benign=12,
+                                      s0_steps=2, s2_steps=3, s3_grid=(2,), n_precondition=8, n_attack=12, n_benign=12,
                                       n_colour=8, n_text=8, n_dev=8, n_mechanism=8),
              full=GlyphSafeExpConfig(), seeds=(0, 1, 2), quick_seeds=(0,),
              description="Exp 1: RAI vs none/controls/AdaShield-S/ECSO-lite/CoCA on a trained tiny LLaVA (GlyphSafe)"),

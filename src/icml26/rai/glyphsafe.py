@@ -47,7 +47,7 @@ __all__ = ["GlyphSafe", "GlyphSafeConfig", "Query", "BENIGN_WORDS", "UNSAFE_WORD
            "COLOURS", "ATTACK_PROMPT", "DEFENSE_PREFIX", "CODE_VERSION"]
 
 #: Bump when the training recipe or the world changes (part of the cache key).
-CODE_VERSION = "glyphsafe-1"
+CODE_VERSION = "glyphsafe-3"
 
 SPECIALS = ("<pad>", "<s>", "</s>", "<image>", "<unk>")
 ROLES = ("user", "assistant", ":")
@@ -106,15 +106,19 @@ def glyph_pattern(word: str) -> np.ndarray:
     return np.random.default_rng([VOCAB[word], 7919]).random((GLYPH, GLYPH)) < 0.5
 
 
-def render(word: str, colour: str, rng: np.random.Generator, style: str = "A"):
+def render(word: str, colour: str, rng: np.random.Generator, style: str = "A", aligned: bool = True):
     """One glyph image and its ground-truth glyph patches.
+
+    ``aligned=True`` (our deviation, the default): the glyph sits at scale 1 on the 8-px patch
+    grid; ``aligned=False``: the paper-world recipe, scale 1–1.5 at any pixel offset (not learnable
+    by the 2-layer ViT from scratch in the CPU budget).
 
     Returns
     -------
     image : float32 array (3, 32, 32)
     glyph_patches : bool array (16,) — patches (row-major) overlapping the glyph box
     """
-    size = int(round(GLYPH * rng.uniform(1.0, 1.5)))
+    size = GLYPH if aligned else int(round(GLYPH * rng.uniform(1.0, 1.5)))
     idx = np.minimum((np.arange(size) * GLYPH / size).astype(int), GLYPH - 1)
     glyph = glyph_pattern(word)[np.ix_(idx, idx)].astype(np.float32)
     background = np.array(COLOUR_RGB[colour], dtype=np.float32)
@@ -123,7 +127,10 @@ def render(word: str, colour: str, rng: np.random.Generator, style: str = "A"):
         glyph = np.apply_along_axis(lambda r: np.convolve(r, kernel, "same"), 0, glyph)
         glyph = np.apply_along_axis(lambda r: np.convolve(r, kernel, "same"), 1, glyph)
         background = np.clip(background + rng.uniform(-0.15, 0.15, 3).astype(np.float32), 0, 1)
-    top, left = rng.integers(0, IMAGE_SIZE - size + 1, size=2)
+    if aligned:
+        top, left = PATCH * rng.integers(0, (IMAGE_SIZE - size) // PATCH + 1, size=2)
+    else:
+        top, left = rng.integers(0, IMAGE_SIZE - size + 1, size=2)
     image = np.broadcast_to(background[:, None, None], (3, IMAGE_SIZE, IMAGE_SIZE)).copy()
     box = image[:, top:top + size, left:left + size]
     image[:, top:top + size, left:left + size] = box * (1 - glyph) + 0.05 * glyph
@@ -155,13 +162,14 @@ class GlyphSafeConfig:
     precondition check passes (else the last).
     """
 
-    hidden: int = 128
+    hidden: int = 64
     layers: int = 4
     heads: int = 4
-    intermediate: int = 256
+    intermediate: int = 128
     batch: int = 32
-    lr: float = 2e-3
+    lr: float = 3e-3
     s1_steps: int = 800
+    s0_steps: int = 400
     s2_steps: int = 400
     s3_grid: tuple = (200, 400, 600)
     replay: float = 0.2
@@ -343,6 +351,46 @@ class GlyphSafe:
             batch["pixel_values"] = torch.from_numpy(np.stack([s[2] for s in samples]))
         return batch, labels
 
+    def _s0_step(self, model, heads, optimizer, rng):
+        """Vision pretraining (Resolution): per patch token, the glyph's word (or "none" off the
+        glyph) and the background colour — the analogue of a pretrained vision encoder."""
+        concepts = BENIGN_WORDS + UNSAFE_WORDS
+        images, words, colours, glyphs = [], [], [], []
+        for _ in range(self.config.batch):
+            word, colour = concepts[int(rng.integers(len(concepts)))], int(rng.integers(4))
+            image, glyph = render(word, COLOURS[colour], rng)
+            images.append(image), words.append(concepts.index(word)), colours.append(colour), glyphs.append(glyph)
+        features = model.model.vision_tower(torch.from_numpy(np.stack(images)),
+                                            output_hidden_states=True).hidden_states[-1][:, 1:]  # (B, 16, dv)
+        glyph = torch.from_numpy(np.stack(glyphs))
+        word_target = torch.where(glyph, torch.tensor(words)[:, None], torch.tensor(len(concepts)))
+        colour_target = torch.tensor(colours)[:, None].expand_as(word_target)
+        loss = (torch.nn.functional.cross_entropy(heads[0](features).flatten(0, 1), word_target.flatten())
+                + torch.nn.functional.cross_entropy(heads[1](features).flatten(0, 1), colour_target.flatten()))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return float(loss.detach())
+
+    def pretrain_vision(self, model, steps: int | None = None):
+        """S0 (Resolution, not from the paper): pretrain the vision tower on per-patch glyph identity
+        and colour, so that S2 starts from an informative encoder as real LLaVA training does."""
+        steps = self.config.s0_steps if steps is None else steps
+        width = model.config.vision_config.hidden_size
+        generator = torch.Generator().manual_seed(self.seed)
+        heads = [torch.nn.Linear(width, len(BENIGN_WORDS) + len(UNSAFE_WORDS) + 1), torch.nn.Linear(width, 4)]
+        for head in heads:
+            with torch.no_grad():
+                head.weight.normal_(0, 0.02, generator=generator)
+                head.bias.zero_()
+        params = self._trainable(model, "s0") + [p for h in heads for p in h.parameters()]
+        optimizer = torch.optim.AdamW(params, lr=self.config.lr, weight_decay=0.0)
+        model.train()
+        for step in range(steps):
+            self._s0_step(model, heads, optimizer, self._rng(10, step))
+        model.eval()
+        return heads
+
     @staticmethod
     def _loss(model, batch, labels):
         logits = model(**batch).logits[:, :-1]
@@ -352,8 +400,9 @@ class GlyphSafe:
     @staticmethod
     def _trainable(model, stage: str):
         inner = model.model
-        groups = {"s1": [inner.language_model, model.lm_head],
-                  "s2": [inner.vision_tower, inner.multi_modal_projector],
+        groups = {"s0": [inner.vision_tower],
+                  "s1": [inner.language_model, model.lm_head],
+                  "s2": [inner.multi_modal_projector],  # the tower stays as S0 left it (as in LLaVA)
                   "s3": [inner.multi_modal_projector, inner.language_model, model.lm_head]}[stage]
         for p in model.parameters():
             p.requires_grad_(False)
@@ -407,20 +456,22 @@ class GlyphSafe:
                              and out["colour_accuracy"] >= c.min_colour and out["compliance"] >= c.min_compliance)
         return out
 
-    def train(self, model=None, stages=("s1", "s2", "s3")):
+    def train(self, model=None, stages=("s1", "s0", "s2", "s3")):
         """Run the training stages on ``model`` (default: :meth:`build_model`) and return it.
 
         S3 walks the pre-registered length grid and stops at the first length that passes
         :meth:`precondition` (``precondition_`` keeps every check, ``s3_steps_`` the length).
         """
         for s in stages:
-            check_choice(s, "stages", ("s1", "s2", "s3"))
+            check_choice(s, "stages", ("s0", "s1", "s2", "s3"))
         torch.manual_seed(self.seed)
         model = self.build_model() if model is None else model
         start = time.perf_counter()
         c = self.config
         if "s1" in stages:
             self._run_stage(model, "s1", c.s1_steps)
+        if "s0" in stages:
+            self.pretrain_vision(model)
         if "s2" in stages:
             self._run_stage(model, "s2", c.s2_steps)
         if "s3" in stages:
