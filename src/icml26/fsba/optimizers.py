@@ -465,21 +465,8 @@ class FSBA(_CubicMethod):
                                  max_chord=getattr(self, "max_chord", 0))
 
 
-class LFSBA(FSBA):
-    """FSBA with lazy Hessians: H and the ∇²_yy factorizations recomputed every ``lazy_period``.
-
-    Parameters
-    ----------
-    lazy_period : int, optional
-        m (default: dx, the theory's choice giving the √d saving).
-    lazy_reg_scale : {"sqrt", "linear"} or float > 0
-        ``M_lazy = √m·M`` (default, faster in practice), ``m·M`` (the theory-safe choice), or
-        ``c·M`` for a number c (e.g. 3 for the hyper-cleaning setting).
-    max_chord : int
-        Chord iterations per inner solve between snapshots before falling back to Newton.
-    **kwargs
-        As :class:`FSBA`.
-    """
+class _Lazy:
+    """Lazy-Hessian settings shared by LFSBA and LMCN (snapshot period, M_lazy, chord steps)."""
 
     def __init__(self, lazy_period: int | None = None, lazy_reg_scale: str | float = "sqrt",
                  max_chord: int = 100, **kwargs):
@@ -497,6 +484,23 @@ class LFSBA(FSBA):
         if self.lazy_period is None:
             return problem.dx
         return check_int(self.lazy_period, "lazy_period", min_value=1)
+
+
+class LFSBA(_Lazy, FSBA):
+    """FSBA with lazy Hessians: H and the ∇²_yy factorizations recomputed every ``lazy_period``.
+
+    Parameters
+    ----------
+    lazy_period : int, optional
+        m (default: dx, the theory's choice giving the √d saving).
+    lazy_reg_scale : {"sqrt", "linear"} or float > 0
+        ``M_lazy = √m·M`` (default, faster in practice), ``m·M`` (the theory-safe choice), or
+        ``c·M`` for a number c (e.g. 3 for the hyper-cleaning setting).
+    max_chord : int
+        Chord iterations per inner solve between snapshots before falling back to Newton.
+    **kwargs
+        As :class:`FSBA`.
+    """
 
 
 class MCN(_CubicMethod):
@@ -517,14 +521,8 @@ class MCN(_CubicMethod):
                                  max_chord=getattr(self, "max_chord", 0))
 
 
-class LMCN(MCN):
-    """Lazy minimax cubic Newton: MCN with Hessian snapshots every ``lazy_period`` iterations."""
+class LMCN(_Lazy, MCN):
+    """Lazy minimax cubic Newton: MCN with Hessian snapshots every ``lazy_period`` iterations.
 
-    def __init__(self, lazy_period: int | None = None, lazy_reg_scale: str | float = "sqrt",
-                 max_chord: int = 100, **kwargs):
-        super().__init__(**kwargs)
-        self.lazy_period = lazy_period
-        self.lazy_reg_scale = lazy_reg_scale
-        self.max_chord = max_chord
-
-    _period = LFSBA._period
+    Parameters as :class:`LFSBA` without ``penalty``.
+    """
