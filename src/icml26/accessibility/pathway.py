@@ -164,6 +164,12 @@ class PathwayCache:
     def layers(self) -> list:
         return sorted(self.train.sources)
 
+    def readout_basis(self) -> tuple:
+        """``(Q, sv)`` of ``W_U`` (the readout of post-norm inputs), computed once and kept."""
+        if self.meta.get("_basis") is None:
+            self.meta["_basis"] = readout_basis_from_weights(self.unembedding)
+        return self.meta["_basis"]
+
     @property
     def d_model(self) -> int:
         return int(self.unembedding.shape[1])
@@ -212,9 +218,11 @@ def _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=None, name
                         {m: arrays[f"src{m}"] for m in layers})
 
 
-def _write_readout(cache_meta: dict, unembedding, gamma, folder: Path) -> None:
-    torch.save({"unembedding": unembedding, "gamma": gamma}, folder / "readout.pt")
-    (folder / "meta.json").write_text(json.dumps(cache_meta, default=str))
+def _write_readout(cache_meta: dict, unembedding, gamma, folder: Path, basis=None) -> None:
+    Q, sv = readout_basis_from_weights(unembedding) if basis is None else basis
+    torch.save({"unembedding": unembedding, "gamma": gamma, "basis_q": Q, "basis_sv": sv}, folder / "readout.pt")
+    meta = {k: v for k, v in cache_meta.items() if not k.startswith("_")}
+    (folder / "meta.json").write_text(json.dumps(meta, default=str))
 
 
 def build_pathway_cache(model, train_ids, dev_ids, test_ids, layers: Sequence[int], *, skip: int = 4,
@@ -288,7 +296,7 @@ def save_pathway_cache(cache: PathwayCache, path) -> Path:
             for m, arr in split.sources.items():
                 np.save(tmp / f"{name}_src{m}.npy", np.ascontiguousarray(arr))
         _write_readout({**cache.meta, "norm_eps": cache.norm_eps, "n_layers": cache.n_layers,
-                        "layers": cache.layers}, cache.unembedding, cache.gamma, tmp)
+                        "layers": cache.layers}, cache.unembedding, cache.gamma, tmp, cache.readout_basis())
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
@@ -312,6 +320,8 @@ def load_pathway_cache(path) -> PathwayCache:
         splits[name] = PathwaySplit(**arrays, sources=sources)
     readout = torch.load(path / "readout.pt", weights_only=True)
     extra = {k: v for k, v in meta.items() if k not in ("norm_eps", "n_layers")}
+    if "basis_q" in readout:
+        extra["_basis"] = (readout["basis_q"], readout["basis_sv"])
     return PathwayCache(**splits, unembedding=readout["unembedding"], gamma=readout["gamma"],
                         norm_eps=meta["norm_eps"], n_layers=meta["n_layers"], meta=extra)
 
@@ -475,7 +485,7 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
 
 @torch.no_grad()
 def _readout_enrichment(cache, path, arm: _Arm, k: int = 8) -> tuple[float, float]:
-    Q, sv = readout_basis_from_weights(cache.unembedding)
+    Q, sv = cache.readout_basis()
     d = cache.d_model
     base_stats, path_stats = LayerStats(d), LayerStats(d)
     fn = torch.from_numpy(np.asarray(arm.split.final_normed, dtype=np.float32))
