@@ -198,7 +198,7 @@ def _cloud_figure(job, x_te: np.ndarray, names_title: str):
     """The first test cloud coloured by κ beside its rectified radii, and ρ' against κ."""
     kappa = np.asarray(job.metrics["example_cloud_kappa"])
     radius = np.asarray(job.metrics["example_cloud_radius"])
-    fig = plt.figure(figsize=(10, 3.6))
+    fig = plt.figure(figsize=(12, 3.8))
     for i, (values, label) in enumerate(((kappa, "curvature κ"), (radius, "rectified radius ρ'"))):
         ax = fig.add_subplot(1, 3, i + 1, projection="3d")
         sc = ax.scatter(x_te[:, 0], x_te[:, 1], x_te[:, 2], c=values, s=4, cmap="viridis")
@@ -206,7 +206,7 @@ def _cloud_figure(job, x_te: np.ndarray, names_title: str):
         ax.set_ylabel("y")
         ax.set_zlabel("z")
         ax.set_title(label)
-        fig.colorbar(sc, ax=ax, shrink=0.6)
+        fig.colorbar(sc, ax=ax, shrink=0.6, pad=0.15)
     ax = fig.add_subplot(1, 3, 3)
     ax.scatter(kappa, radius, s=4)
     ax.set_xlabel("curvature κ")
