@@ -1,4 +1,5 @@
-"""ProjQ cost: time per layer vs width (log-log slope <= 3.2: cubic), ProjQ/GPTQ time ratio
+"""ProjQ cost (CPU seconds, one thread; ProjQ with the reference's randomized subspace step, the exact
+subspace timed beside it): time per layer vs width (log-log slope <= 3.2: cubic), ProjQ/GPTQ time ratio
 <= 1.5 (T_used + 1), and independence of the calibration token count once the Gram matrix is
 formed (max/min <= 1.3 over N in {2k, 8k, 32k}).
 
