@@ -29,7 +29,7 @@ def test_glyphsafe_quick_run(experiment, tmp_path, monkeypatch, capfd):
     assert set(claims) == GLYPHSAFE_CLAIMS
     assert "precondition" in capfd.readouterr().out
     methods = set(outcome.result.tables["defenses (test split, mean ± std over seeds)"]["method"])
-    assert methods == {"none", "RAI", "RAI-inlexicon", "random prototypes", "all-token modulation", "AdaShield-S",
+    assert methods == {"no defense", "RAI", "RAI scale=relative (Resolution; report only)", "RAI-inlexicon", "random prototypes", "all-token modulation", "AdaShield-S",
                        "ECSO-lite", "CoCA", "RAI (dev-selected)"}
     assert len(outcome.result.figures) == 3
     for fig in outcome.result.figures.values():

@@ -45,7 +45,7 @@ def _max_tokens(queries: list[Query]) -> int:
 class NoDefense:
     """The vanilla model."""
 
-    name = "none"
+    name = "no defense"
 
     def respond(self, model, queries: list[Query]) -> list[str]:
         return GlyphSafe.generate(model, queries, max_new_tokens=_max_tokens(queries))

@@ -120,6 +120,37 @@ def _mechanism(model, world, rai, n: int) -> dict:
     return proj
 
 
+def _norms(model, queries, ups) -> dict:
+    """Mean norm of the visual tokens at the LLM input, of the prototypes' source embeddings and
+    of the additive injection ``Σ_k s_k û_k`` on the selected token: the scale RAI works at."""
+    rai = RiskAwarenessInjection(ups, ratio=0.01)
+    visual, injection = [], []
+
+    def grab(module, args, kwargs):
+        hidden = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+        mask = state["ids"] == model.config.image_token_id
+        for row in range(hidden.shape[0]):
+            h = hidden[row, mask[row]]
+            out, info = rai.modulate(h)
+            visual.append(h.norm(dim=-1).mean().item())
+            injection.append((out - h).norm(dim=-1).max().item())
+
+    from .injection import decoder_layers
+
+    state = {}
+    handle = decoder_layers(model)[0].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            inputs = GlyphSafe.inputs(queries)
+            state["ids"] = inputs["input_ids"]
+            model(**inputs)
+    finally:
+        handle.remove()
+    tok = model.get_input_embeddings().weight.detach()
+    return {"visual_token_norm": float(np.mean(visual)), "embedding_norm": float(tok.norm(dim=-1).mean()),
+            "injection_norm": float(np.mean(injection))}
+
+
 def _ablation_grid(config) -> list[dict]:
     """The pre-registered grid, one axis at a time around the default (layer, ρ, K, τ)."""
     base = {"layer": 0, "ratio": config.ratio, "k": len(DEFAULT_KEYWORDS), "tau": config.tau}
@@ -163,6 +194,8 @@ def run_glyphsafe(config: GlyphSafeExpConfig, seed: int) -> dict:
                            "random prototypes"),
                 RAIDefense(RiskAwarenessInjection(ups, ratio=1.0, tau=-1.0, strength=config.strength),
                            "all-token modulation"),
+                RAIDefense(RiskAwarenessInjection(ups, config.ratio, config.tau, config.strength, scale="relative"),
+                           "RAI scale=relative (Resolution; report only)"),
                 AdaShieldS(), ECSOLite(), CoCA(alpha=config.coca_alpha)]
     rows, overlap, example = [], float("nan"), None
     for defense in defenses:
@@ -174,6 +207,7 @@ def run_glyphsafe(config: GlyphSafeExpConfig, seed: int) -> dict:
             example = {"image": np.round(q.image, 3).tolist(), "glyph": q.glyph.tolist(), "word": q.word,
                        "selected": sel["selected"].tolist(), "risk": sel["risk"].tolist()}
     mechanism = _mechanism(model, world, rai, config.n_mechanism)
+    mechanism.update(_norms(model, sets["attack"][:config.n_mechanism], ups))
     ablation, selected = [], default
     if config.ablations:
         dev = {"attack": world.attack_set(config.n_dev, split="dev"),
@@ -289,7 +323,7 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
               "defenses (test split, mean ± std over seeds)": _table(frame, "method", METRICS),
               "mechanism: projections on the harmfulness direction": _table(mech, "seed", list(mech.columns.drop("seed")))
               if len(mech) else mech}
-    none, rai = means.loc["none"], means.loc["RAI"]
+    none, rai = means.loc["no defense"], means.loc["RAI"]
     ratio = rai["attack_asr"] / none["attack_asr"] if none["attack_asr"] > 0 else float("nan")
     random_red = ((none["attack_asr"] - means.loc["random prototypes", "attack_asr"]) / none["attack_asr"]
                   if none["attack_asr"] > 0 else float("nan"))
@@ -348,6 +382,9 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
              "model setup (train or load) seconds: " + ", ".join(
                  f"seed {j.seed}: {j.metrics['setup_seconds']:.0f} ({'cached' if j.metrics['cached'] else 'trained'})"
                  for j in jobs)]
+    notes.append("scale at the LLM input (mean over seeds): visual-token norm {:.3g}, word-embedding norm {:.3g}, "
+                 "RAI injection norm on the selected token {:.3g}".format(
+                     mech["visual_token_norm"].mean(), mech["embedding_norm"].mean(), mech["injection_norm"].mean()))
     if not all(met):
         notes.append("PRECONDITION NOT MET for some seed: the defense claims are measured but the premise "
                      "(text refused, image complied) does not hold there")
