@@ -58,8 +58,12 @@ def test_profile_and_pathway_quick_on_smollm2(experiment, smollm2, tmp_path):
     names = [c.name for c in first.result.claims]
     assert len(names) == 6 and all(math.isfinite(c.measured) for c in first.result.claims)
     assert "E1 depth profile" in first.result.figures
-    again = run_part(experiment, "profile", quick=True, overrides=overrides)
-    assert again.jobs[0].metrics["cached"] and again.jobs[0].metrics["frames"] == first.jobs[0].metrics["frames"]
+    from icml26.accessibility.experiment import _load_model, _profile_pass_cached
+    from icml26.core.experiment import apply_overrides
+
+    config = apply_overrides(experiment.part("profile").quick, overrides)
+    payload, cached = _profile_pass_cached(config, *_load_model(config.model))
+    assert cached and payload["n_layers"] == 30  # a rerun reads the forward pass from the cache
     path = run_part(experiment, "pathway", quick=True, overrides=overrides)
     assert not path.failed_jobs, path.failed_jobs[0].error if path.failed_jobs else ""
     claims = path.claims_by_name()

@@ -655,7 +655,7 @@ EXPERIMENT = register(Experiment(
             "a diagnostic pathway routing an intermediate layer to the readout changes behaviour"],
     parts=[
         Part(name="profile", run=run_profile, summarize=summarize_profile,
-             quick=ProfileConfig(seq_len=32, n_blocks=2, budgets=(1, 2), batch_size=2),
+             quick=ProfileConfig(seq_len=32, n_blocks=2, budgets=(1, 2), skips=(4,), batch_size=2),
              full=ProfileConfig(), seeds=(0,), quick_seeds=(0,), threads=1,
              description="E1: capacity vs accessibility depth profile of SmolLM2-135M"),
         Part(name="pathway", run=run_pathway, summarize=summarize_pathway, tasks=pathway_tasks,

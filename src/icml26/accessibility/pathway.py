@@ -432,15 +432,14 @@ def _post_norm_step(W, path: DiagnosticPathway, base, labels, x):
     z += c
     lse = torch.logsumexp(z, dim=1)
     loss = float((lse - z.gather(1, labels[:, None]).squeeze(1)).mean())
-    G = z.sub_(lse[:, None]).exp_()
-    G[torch.arange(n), labels] -= 1.0
-    G /= n
+    G = z.sub_(lse[:, None]).exp_()        # softmax; the gradient is (softmax − onehot) / n,
+    G[torch.arange(n), labels] -= 1.0       # the 1/n applied to the small products below
     if path.bias.requires_grad:
-        path.bias.grad = W.T @ G.sum(dim=0)
+        path.bias.grad = (W.T @ G.sum(dim=0)) / n
     if u is not None:
-        gWB = G.T @ u
+        gWB = (G.T @ u) / n
         path.B.grad = W.T @ gWB
-        path.A.grad = (G @ WB).T @ x
+        path.A.grad = ((G @ WB).T @ x) / n
     return loss
 
 
