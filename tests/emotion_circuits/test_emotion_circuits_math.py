@@ -300,3 +300,13 @@ def test_bad_localizer_arguments(toy, pairs):
         CircuitLocalizer(SteeringVectors())
     with pytest.raises(TypeError, match="decoder layers"):
         HFAdapter(torch.nn.Linear(2, 2))
+
+
+def test_frozen_calibration_meets_the_rule():
+    from icml26.emotion_circuits import behaviour
+    from icml26.emotion_circuits.toy import CALIBRATED, N_GENERATED
+
+    toy = ToyLVLM.planted(seed=0, params=CALIBRATED)
+    stats = behaviour(toy, make_pairs(toy, n=200, seed=10_000), WHEEL, N_GENERATED, seed=0)
+    assert 0.30 <= stats["HIT"] <= 0.50
+    assert stats["joy_hallucination"] >= 0.15

@@ -413,7 +413,8 @@ def select_circuit(heads: pd.DataFrame, neurons: pd.DataFrame, n_mid: int = 4, n
     ``mid_heads``: the ``n_mid`` best-scoring heads that act at the query token (prefill);
     ``deep_heads``: the ``n_deep`` best among those acting at generated positions (decode);
     ``l_emo`` = last layer of the mid heads; ``neurons``: the ``top_k`` largest ``κ`` in layers
-    after ``l_emo`` (explicit-state neurons). Resolution (not from the paper).
+    after ``l_emo`` (explicit-state neurons; the last layer when ``l_emo`` is the last).
+    Resolution (not from the paper).
     """
     check_int(n_mid, "n_mid", min_value=0)
     check_int(n_deep, "n_deep", min_value=0)
@@ -423,6 +424,7 @@ def select_circuit(heads: pd.DataFrame, neurons: pd.DataFrame, n_mid: int = 4, n
     mid_heads = [(int(r.layer), int(r.head)) for r in mid.itertuples()]
     deep_heads = [(int(r.layer), int(r.head)) for r in deep.itertuples()]
     l_emo = max((l for l, _ in mid_heads), default=-1)
-    later = neurons[neurons["layer"] > l_emo].sort_values("kappa", ascending=False, kind="stable")
+    deep_layer = min(l_emo + 1, int(neurons["layer"].max()))      # the last layer when l_emo is the last
+    later = neurons[neurons["layer"] >= deep_layer].sort_values("kappa", ascending=False, kind="stable")
     esn = [(int(r.layer), int(r.neuron)) for r in later.head(top_k).itertuples()]
     return {"mid_heads": mid_heads, "deep_heads": deep_heads, "l_emo": l_emo, "neurons": esn}

@@ -166,7 +166,7 @@ def _layer_figure(curves: np.ndarray, title: str):
     ax.axhline(0.1 * mean.max(), ls=":", color="red", label="0.1·max")
     ax.axhline(0.5 * mean.max(), ls="--", color="green", label="0.5·max")
     ax.set_xlabel("layer l (steering vector injected at t ≥ N)")
-    ax.set_ylabel("hit-rate change 𝓒_l")
+    ax.set_ylabel("hit-rate change C_l")
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -179,15 +179,18 @@ def _heads_figure(grid: np.ndarray, marked: dict, title: str, label: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(4.2, 4.2))
-    im = ax.imshow(grid, cmap="viridis", aspect="auto")
-    fig.colorbar(im, ax=ax, label=label)
+    fig, ax = plt.subplots(figsize=(4.8, 5.0))
+    from matplotlib.colors import PowerNorm
+
+    low = min(0.0, float(grid.min()))
+    im = ax.imshow(grid - low, cmap="viridis", aspect="auto", norm=PowerNorm(0.4, vmin=0.0))
+    fig.colorbar(im, ax=ax, label=f"{label} (power-0.4 colour scale)")
     for (l, h), (marker, color, name) in marked.items():
         ax.scatter([h], [l], marker=marker, s=90, facecolors="none", edgecolors=color, linewidths=1.8, label=name)
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles))
     if uniq:
-        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="lower left")
+        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_xticks(range(grid.shape[1]))
@@ -221,7 +224,7 @@ def summarize_planted(jobs, config: PlantedConfig) -> Result:
     spec_grid = np.mean([x["head_specificity"] for x in m], 0).reshape(N_LAYERS, N_HEADS)
     marks = {h: ("s", "red", "planted specific") for h in PLANTED_SPECIFIC}
     marks.update({h: ("D", "orange", "planted general") for h in GENERAL_HEADS})
-    marks[DECOY] = ("o", "white", "decoy")
+    marks[DECOY] = ("o", "magenta", "decoy")
     marks[SHADOW] = ("^", "cyan", "shadow")
     mean = lambda key: float(np.mean([x[key] for x in m]))  # noqa: E731
     frac = lambda key: float(np.mean([bool(x[key]) for x in m]))  # noqa: E731
@@ -268,7 +271,7 @@ def summarize_planted(jobs, config: PlantedConfig) -> Result:
                                                f"deep {j.metrics['circuit']['deep_heads']}, "
                                                f"neurons {j.metrics['circuit']['neurons']}" for j in jobs)]
     figures = {"planted: layer scan": _layer_figure(curves, "ToyLVLM layer scan (planted circuit)"),
-               "planted: head scores": _heads_figure(score_grid, marks, "head score 𝓘·max(E,0)", "score"),
+               "planted: head scores": _heads_figure(score_grid, marks, "head score = intention × max(E, 0)", "score"),
                "planted: head specificity": _heads_figure(spec_grid, marks, "head specificity", "specificity")}
     return Result(tables={"interventions (test split)": table, "layer scan": layer_table},
                   figures=figures, claims=claims, notes=notes)
@@ -338,7 +341,7 @@ def summarize_trained(jobs, config: TrainedConfig) -> Result:
     grid = np.mean([x["head_score"] for x in m], 0).reshape(x0["n_layers"], x0["n_heads"])
     abl = np.mean([x["ablation_effect"] for x in m], 0).reshape(x0["n_layers"], x0["n_heads"])
     fig = _heads_figure(grid, {}, "tier 2: head score", "score")
-    fig2 = _heads_figure(abl, {}, "tier 2: mean-ablation effect on 𝓗", "𝓗 drop")
+    fig2 = _heads_figure(abl, {}, "tier 2: mean-ablation effect on H", "H drop")
     claims = [Claim.at_least("tier 2: Spearman(head score, ablation effect)",
                              float(np.mean([x["spearman"] for x in m])), 0.6, paper="(toy ground truth)"),
               Claim.at_least("tier 2: VEENA held-out HIT gain (points)", float(np.mean(gains)), 3.0,
@@ -355,8 +358,8 @@ class ScalingConfig:
     n_layers: int = 2
     hidden: int = 256
     heads: tuple = (16, 32, 64, 128)      # L·H = 32, 64, 128, 256
-    n_pairs: int = 32
-    repeats: int = 3
+    n_pairs: int = 16
+    repeats: int = 2
 
 
 def head_scoring_seconds(n_layers: int, n_heads: int, hidden: int, n_pairs: int, repeats: int = 3) -> float:
@@ -435,8 +438,9 @@ EXPERIMENT = register(Experiment(
         Part(name="trained", run=run_trained, summarize=summarize_trained,
              quick=TrainedConfig(steps=40, n_analysis=30, n_dev=16, n_test=30, betas=(2.0,), gammas=(2.0,),
                                  cache=False),
-             full=TrainedConfig(), seeds=(0, 1, 2), quick_seeds=(0,),
-             description="tiny HF Llama trained on descriptions: head scores vs ablation, VEENA on held-out"),
+             full=TrainedConfig(), seeds=(0, 1, 2), quick_seeds=(0,), default=False,
+             description="tiny HF Llama trained on descriptions: head scores vs ablation, VEENA on held-out "
+                         "(opt-in: 2000 training steps per seed; weights cached, so reruns resume)"),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling, tasks=scaling_tasks,
              quick=ScalingConfig(heads=(8, 16), n_pairs=8, repeats=1), full=ScalingConfig(), seeds=(0,),
              quick_seeds=(0,), description="head-scoring time vs number of heads (projection proxy)"),

@@ -169,17 +169,19 @@ class _VEEState:
         return bias.to(device)
 
 
-def check_heads(heads, n_layers: int, n_heads: int, name: str = "heads") -> list:
-    """A list of (layer, head) int pairs within range (ValueError naming ``name`` otherwise)."""
+def check_heads(heads, n_layers: int, n_heads: int, name: str = "heads", unit: str = "head",
+                units: str = "heads") -> list:
+    """A list of (layer, index) int pairs within range (ValueError naming ``name`` otherwise);
+    also used for (layer, neuron) pairs with ``unit="neuron", units="MLP neurons"``."""
     out = []
     for item in heads:
         try:
             layer, head = (int(v) for v in item)
         except (TypeError, ValueError):
-            raise ValueError(f"{name} must be (layer, head) pairs, got {item!r}") from None
+            raise ValueError(f"{name} must be (layer, {unit}) pairs, got {item!r}") from None
         if not (0 <= layer < n_layers and 0 <= head < n_heads):
-            raise ValueError(f"{name}: head {(layer, head)} out of range for a model with "
-                             f"{n_layers} layers x {n_heads} heads")
+            raise ValueError(f"{name}: {unit} {(layer, head)} out of range for a model with "
+                             f"{n_layers} layers x {n_heads} {units}")
         out.append((layer, head))
     return out
 
@@ -244,8 +246,8 @@ class HFAdapter:
     def wrap(cls, model_or_adapter) -> "HFAdapter":
         if isinstance(model_or_adapter, HFAdapter):
             return model_or_adapter
-        adapter = getattr(model_or_adapter, "adapter", None)
-        return adapter() if callable(adapter) else cls(model_or_adapter)
+        own = getattr(model_or_adapter, "emotion_circuits_adapter", None)   # ToyLVLM: vocabulary set
+        return own() if callable(own) else cls(model_or_adapter)
 
     def visual_mask(self, input_ids: torch.Tensor) -> torch.Tensor:
         if self.visual_token_mask_fn is None:

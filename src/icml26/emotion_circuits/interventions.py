@@ -26,20 +26,6 @@ from .hooks import AttentionBoost, HFAdapter, NeuronScale, check_heads
 __all__ = ["VEENA"]
 
 
-def _check_neurons(neurons, n_layers: int, n_neurons: int) -> list:
-    out = []
-    for item in neurons:
-        try:
-            layer, neuron = (int(v) for v in item)
-        except (TypeError, ValueError):
-            raise ValueError(f"neurons must be (layer, neuron) pairs, got {item!r}") from None
-        if not (0 <= layer < n_layers and 0 <= neuron < n_neurons):
-            raise ValueError(f"neurons: {(layer, neuron)} out of range for a model with {n_layers} layers "
-                             f"x {n_neurons} MLP neurons")
-        out.append((layer, neuron))
-    return out
-
-
 def _check_factor(value, name: str, strictly_positive: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
         raise TypeError(f"{name} must be a real number, got {value!r}")
@@ -87,7 +73,7 @@ class VEENA:
         adapter = HFAdapter.wrap(model)
         mid = check_heads(self.mid_heads, adapter.n_layers, adapter.n_heads, "mid_heads")
         deep = check_heads(self.deep_heads, adapter.n_layers, adapter.n_heads, "deep_heads")
-        neurons = _check_neurons(self.neurons, adapter.n_layers, adapter.n_neurons)
+        neurons = check_heads(self.neurons, adapter.n_layers, adapter.n_neurons, "neurons", "neuron", "MLP neurons")
         check_int(query_pos, "query_pos", min_value=0)
         edits = []
         if self.beta != 1.0 and (mid or deep):

@@ -140,7 +140,7 @@ def train_tier2(seed: int, config: Tier2Config = Tier2Config(), use_cache: bool 
         loss.backward()
         opt.step()
     model.eval()
-    model.final_loss_ = float(loss)
+    model.final_loss_ = float(loss.item())
     model.from_cache_ = False
     if use_cache:
         path.parent.mkdir(parents=True, exist_ok=True)

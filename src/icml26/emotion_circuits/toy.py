@@ -226,6 +226,8 @@ class ToyLVLM(nn.Module):
         allowed = torch.tensor([w not in SPECIALS for w in self.vocabulary])
         return HFAdapter(self, vocabulary=self.vocabulary, allowed_tokens=allowed)
 
+    emotion_circuits_adapter = adapter
+
     @classmethod
     def planted(cls, seed: int = 0, params: ToyParams | None = None) -> "ToyLVLM":
         """Build the planted model; ``seed`` fixes the basis rotation, cue vectors, word vectors
