@@ -48,7 +48,14 @@ def test_coarse_and_full_quick_run(experiment):
     assert any("DGCNN-lite + CHR" in note for note in full.result.notes)
 
 
+def test_backbones_quick_reports_dgcnn_and_hycore(experiment):
+    outcome = run_part(experiment, "backbones", quick=True)
+    assert len(outcome.claims_by_name()) == 5
+    notes = " ".join(outcome.result.notes)
+    assert "DGCNN-lite + CHR − DGCNN-lite" in notes and "HyCoRe-lite" in notes
+
+
 def test_defaults_and_opt_in_parts(experiment):
     assert [p.name for p in experiment.select()] == ["A", "B", "scaling"]
-    assert not experiment.part("full").default and not experiment.part("coarse").default
+    assert not any(experiment.part(p).default for p in ("full", "coarse", "backbones"))
     assert experiment.part("full").full.cache_dir and len(experiment.part("full").seeds) == 5

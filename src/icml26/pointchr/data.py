@@ -13,6 +13,10 @@ Sampling is exact and uniform by area and vectorised over clouds; nuisances: ran
 about z, per-axis scale ``U(0.9, 1.1)``, Gaussian jitter, centring and scaling to the unit sphere.
 These benchmarks are our construction (the paper's ModelNet40 / ScanObjectNN / ShapeNetPart are
 not available offline).
+
+References
+----------
+PointCHR: curvature-aware hyperbolic rectification for point cloud analysis (ICML 2026).
 """
 
 from __future__ import annotations

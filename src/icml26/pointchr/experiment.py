@@ -12,6 +12,7 @@ interrupted run resumes where it stopped (``--set cache_dir=`` turns this off).
 ``scaling``  forward time in N: push + midpoint (linear), brute-force k-NN (quadratic), and the
              overhead of CHR on a PointNet-lite forward pass.
 ``coarse``   (opt-in) Coarse-4 control: CHR must not hurt when curvature carries no class signal.
+``backbones`` (opt-in) part A plus DGCNN-lite ± CHR and HyCoRe-lite (report-only comparisons).
 ``full``     (opt-in, resumable) 5 seeds, N = 1024, + DGCNN-lite (± CHR), HyCoRe-lite, Coarse-4.
 """
 
@@ -513,6 +514,8 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
 _FD = "finedetail8"
 _QUICK_COMPARE = dict(n_train_per_class=6, n_test_per_class=6, n_points=128, epochs=2)
 COARSE_TASKS = (("coarse4", "pointnet", "base"), ("coarse4", "pointnet", "chr"))
+BACKBONE_TASKS = (*CompareConfig().tasks, (_FD, "dgcnn", "base"), (_FD, "dgcnn", "chr"),
+                  (_FD, "pointnet", "hycore"))
 FULL_TASKS = ((_FD, "pointnet", "base"), (_FD, "pointnet", "curv"), (_FD, "pointnet", "chr"),
               (_FD, "pointnet", "chr_shuffled"), (_FD, "pointnet", "hycore"),
               (_FD, "dgcnn", "base"), (_FD, "dgcnn", "chr"), *COARSE_TASKS)
@@ -538,6 +541,11 @@ register(Experiment(
              quick=CompareConfig(tasks=COARSE_TASKS, **_QUICK_COMPARE),
              full=CompareConfig(tasks=COARSE_TASKS, cache_dir=JOB_CACHE), seeds=(0, 1, 2), quick_seeds=(0,),
              default=False, description="Coarse-4 control: CHR must not hurt (opt-in)"),
+        Part(name="backbones", run=run_compare, summarize=summarize_compare, tasks=compare_tasks,
+             quick=CompareConfig(tasks=BACKBONE_TASKS, **_QUICK_COMPARE),
+             full=CompareConfig(tasks=BACKBONE_TASKS, cache_dir=JOB_CACHE), seeds=(0, 1, 2),
+             quick_seeds=(0,), default=False,
+             description="part A + DGCNN-lite ± CHR and HyCoRe-lite at N=512 (opt-in; reuses A's stored jobs)"),
         Part(name="full", run=run_compare, summarize=summarize_compare, tasks=compare_tasks,
              quick=CompareConfig(tasks=FULL_TASKS, **_QUICK_COMPARE),
              full=CompareConfig(tasks=FULL_TASKS, n_points=1024,

@@ -3,6 +3,10 @@
 The recipe follows PointNet-style classification training: Adam (lr 1e-3, weight decay 1e-4),
 batch 32, cosine learning-rate schedule, cross-entropy (optional label smoothing); no extra loss
 for CHR (the abstract implies none). Curvature is precomputed once per cloud and passed in.
+
+References
+----------
+PointCHR: curvature-aware hyperbolic rectification for point cloud analysis (ICML 2026).
 """
 
 from __future__ import annotations
