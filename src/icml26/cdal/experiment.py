@@ -9,9 +9,6 @@ report-only ``C`` (Balance vs NMI over lam and rho) and ``D`` (Reverse-Digits). 
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import statistics
 import time
 import tracemalloc
@@ -25,6 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.cluster import KMeans, SpectralClustering  # noqa: E402
 
+from icml26.core.cache import cached_json  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import loglog_slope, summary_table  # noqa: E402
 
@@ -227,22 +225,8 @@ def _cached(config, part: str, seed: int, task, compute):
     The key hashes the config (without ``cache_dir``), so a changed config never reuses a stale
     result; the write is atomic (a killed run leaves no half-written file).
     """
-    cache_dir = config.cache_dir
-    if not cache_dir:
-        return compute()
     settings = {k: v for k, v in asdict(config).items() if k != "cache_dir"}
-    digest = hashlib.sha256(json.dumps([settings, seed, task], sort_keys=True).encode()).hexdigest()[:16]
-    key = f"{part}_seed{seed}_{digest}"
-    os.makedirs(cache_dir, exist_ok=True)
-    path = os.path.join(cache_dir, key + ".json")
-    if os.path.exists(path):
-        with open(path) as handle:
-            return json.load(handle)
-    result = compute()
-    with open(path + ".tmp", "w") as handle:
-        json.dump(result, handle)
-    os.replace(path + ".tmp", path)
-    return result
+    return cached_json(config.cache_dir, f"{part}_seed{seed}", [settings, seed, task], compute)
 
 
 @dataclass(frozen=True)

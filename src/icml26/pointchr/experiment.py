@@ -34,7 +34,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
-from icml26.core.cache import cache_root  # noqa: E402
+from icml26.core.cache import cache_root, cached_json  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, summary_table  # noqa: E402
 
@@ -112,21 +112,8 @@ def compare_tasks(config: CompareConfig) -> list:
 
 def _cached(config: CompareConfig, seed: int, task: dict, compute):
     """The stored metrics of this (config, seed, task) job, or compute and store them atomically."""
-    if not config.cache_dir:
-        return compute()
     settings = {k: v for k, v in asdict(config).items() if k not in ("cache_dir", "tasks")}
-    digest = hashlib.sha256(json.dumps([settings, seed, task, JOB_CACHE_VERSION],
-                                       sort_keys=True).encode()).hexdigest()[:16]
-    os.makedirs(config.cache_dir, exist_ok=True)
-    path = os.path.join(config.cache_dir, f"job_seed{seed}_{digest}.json")
-    if os.path.exists(path):
-        with open(path) as handle:
-            return json.load(handle)
-    result = compute()
-    with open(path + ".tmp", "w") as handle:
-        json.dump(result, handle)
-    os.replace(path + ".tmp", path)
-    return result
+    return cached_json(config.cache_dir, f"job_seed{seed}", [settings, seed, task, JOB_CACHE_VERSION], compute)
 
 
 def _mechanism(kappa: np.ndarray, detail: np.ndarray, extra: dict) -> dict:
