@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 import torch
 
 from icml26.core.validation import check_int
+from icml26.zoo.hf import decoder_layers
 
 __all__ = ["VEE_ATTENTION", "vee_attention_forward", "register_vee_attention", "HFAdapter",
            "ResidualAdd", "HeadReplace", "HeadMeanAblate", "NeuronScale", "AttentionBoost",
@@ -186,19 +187,7 @@ def check_heads(heads, n_layers: int, n_heads: int, name: str = "heads", unit: s
     return out
 
 
-def _find_layers(model):
-    for path in ("model.layers", "model.language_model.layers", "language_model.model.layers",
-                 "model.language_model.model.layers"):
-        obj = model
-        try:
-            for part in path.split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            continue
-        if isinstance(obj, torch.nn.ModuleList) and len(obj):
-            return obj
-    raise TypeError(f"cannot find decoder layers on {type(model).__name__}: expected "
-                    "model.layers or model.language_model.layers (a Llama/LLaVA/Qwen2-style decoder)")
+_find_layers = decoder_layers  # icml26.zoo.hf: the one lookup shared with rai
 
 
 class HFAdapter:

@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 import torch
 
 from icml26.core.validation import check_choice, check_int, check_scalar_in
+from icml26.zoo.hf import decoder_layers  # one lookup for every hooked HF model (re-exported)
 
 __all__ = ["DEFAULT_KEYWORDS", "UnsafePrototypeSubspace", "RiskAwarenessInjection", "decoder_layers"]
 
@@ -182,21 +183,6 @@ class UnsafePrototypeSubspace:
 
     def __repr__(self) -> str:
         return f"UnsafePrototypeSubspace(K={self.n_prototypes}, d={self.dim}, keywords={list(self.keywords)})"
-
-
-def decoder_layers(model):
-    """The decoder layers of a Hugging Face (vision-)language model (``ModuleList``)."""
-    for path in ("model.language_model.layers", "language_model.model.layers", "model.layers",
-                 "language_model.layers"):
-        obj = model
-        try:
-            for attr in path.split("."):
-                obj = getattr(obj, attr)
-        except AttributeError:
-            continue
-        if isinstance(obj, torch.nn.ModuleList):
-            return obj
-    raise ValueError("model has no decoder layers at model.language_model.layers or model.layers")
 
 
 def _blocks(positions: torch.Tensor, tokens_per_image: int | None) -> list[torch.Tensor]:

@@ -16,7 +16,7 @@ _EXPORTS = {
     "load_smollm2": "smollm2", "smollm2_gguf_path": "smollm2", "smollm2_cache_dir": "smollm2",
     "SmolLM2NotInstalledError": "smollm2", "state_dict_sha256": "hashing", "file_sha256": "hashing",
     "tiny_llama": "tiny", "tiny_llama_config": "tiny", "tiny_llava": "tiny", "tiny_llava_config": "tiny",
-    "tiny_llava_inputs": "tiny", "image_token_mask": "tiny",
+    "tiny_llava_inputs": "tiny", "image_token_mask": "tiny", "decoder_layers": "hf",
     "stdlib_text": "corpus", "corpus_splits": "corpus", "split_corpus": "corpus", "corpus_sha256": "corpus",
     "corpus_info": "corpus", "token_blocks": "corpus", "CharTokenizer": "corpus",
 }
