@@ -623,10 +623,12 @@ def _one_demo(rng, unsafe: bool, epsilon: float, config: WorldConfig) -> Demo | 
 # -- cache ---------------------------------------------------------------------------------------
 
 def cache_dir() -> Path:
-    """Cache for demonstrations and trained policies: ``$ICML26_SAFEDEC_CACHE`` or
-    ``~/.cache/icml26/safedec`` (never inside the repository)."""
-    root = os.environ.get("ICML26_SAFEDEC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                                   "icml26", "safedec")
+    """Cache for demonstrations and trained policies: ``$ICML26_SAFEDEC_CACHE``, else
+    ``cache_root("safedec")`` (``$ICML26_CACHE/safedec`` or ``~/.cache/icml26/safedec``; never
+    inside the repository)."""
+    from icml26.core.cache import cache_root
+
+    root = os.environ.get("ICML26_SAFEDEC_CACHE") or cache_root("safedec")
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path
