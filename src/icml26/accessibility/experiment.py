@@ -24,8 +24,6 @@ import functools
 import hashlib
 import json
 import math
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +32,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from icml26.core.cache import atomic_file
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, mean_std
 
@@ -78,19 +77,6 @@ def _file_lock(path: Path):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _atomic_torch_save(obj, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
 
 
 @functools.lru_cache(maxsize=1)
@@ -147,7 +133,8 @@ def _profile_pass_cached(config: ProfileConfig, model, tokenizer):
                            lens_skip=config.skips[0], batch_size=config.batch_size)
         payload = {"stats": {k: [s.state_dict() for s in v] for k, v in run.stats.items()},
                    "lens": run.lens, "align": run.align, "n_layers": run.n_layers, "d_model": run.d_model}
-        _atomic_torch_save(payload, path)
+        with atomic_file(path) as tmp:
+            torch.save(payload, tmp)
         return payload, False
 
 
@@ -351,11 +338,8 @@ def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
     out.update({"arm": arm, "cache_was_built": built, "job_seconds": time.perf_counter() - started,
                 "n_train": cache.train.n_tokens, "n_dev": cache.dev.n_tokens, "n_test": cache.test.n_tokens,
                 "resumed": False})
-    done.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{done.name}.", dir=done.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(out, handle, default=float)
-    os.replace(tmp, done)
+    with atomic_file(done) as tmp:
+        tmp.write_text(json.dumps(out, default=float))
     return out
 
 

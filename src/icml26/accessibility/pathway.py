@@ -25,11 +25,7 @@ Post-norm steps never form ``W_U`` times a ``d``-vector per token: the logit cha
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +34,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from icml26.core.cache import atomic_folder
 from icml26.core.validation import check_choice, check_int, check_scalar_in
 
 from .metrics import LayerStats, accessibility_metrics, readout_basis_from_weights, rms_normalize
@@ -268,34 +265,17 @@ def build_pathway_cache(model, train_ids, dev_ids, test_ids, layers: Sequence[in
         splits = {name: _cache_split(model, parts, ids, layers, skip, batch_size) for name, ids in checked.items()}
         return PathwayCache(**splits, unembedding=unembedding, gamma=gamma, norm_eps=eps, n_layers=parts.n_layers,
                             meta=meta)
-    with _atomic_folder(path) as tmp:
+    with atomic_folder(path) as tmp:
         for name, ids in checked.items():
             _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=tmp, name=name)
         _write_readout({"norm_eps": eps, "n_layers": parts.n_layers, **meta}, unembedding, gamma, tmp)
     return load_pathway_cache(path)
 
 
-@contextlib.contextmanager
-def _atomic_folder(path):
-    """Yield a temporary sibling folder; on success it replaces ``path`` (``os.replace``), on
-    failure it is removed, so ``path`` is never half-written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        yield tmp
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def save_pathway_cache(cache: PathwayCache, path) -> Path:
     """Write a cache folder atomically (a temporary sibling folder, then ``os.replace``)."""
     path = Path(path)
-    with _atomic_folder(path) as tmp:
+    with atomic_folder(path) as tmp:
         for name in _SPLITS:
             split = cache.split(name)
             for key in ("base_logits", "labels", "final_normed", "final_states"):

@@ -7,7 +7,10 @@ them atomically (build in a temporary sibling folder, then ``os.replace``).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 CACHE_ENV = "ICML26_CACHE"
@@ -76,8 +79,61 @@ def cached_json(folder, prefix: str, key, compute):
         with open(path) as handle:
             return json.load(handle)
     result = compute()
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as handle:
-        json.dump(result, handle)
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        tmp.write_text(json.dumps(result))
     return result
+
+
+@contextlib.contextmanager
+def atomic_folder(path):
+    """Build a folder atomically: yield a temporary sibling, then rename it onto ``path``.
+
+    On success an existing ``path`` is replaced; on any failure the temporary folder is removed,
+    so ``path`` is never half-written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "entry"
+    >>> with atomic_folder(target) as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> sorted(p.name for p in target.iterdir())
+    ['a.txt']
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """Write a file atomically: yield a temporary sibling path, then rename it onto ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "x.json"
+    >>> with atomic_file(target) as tmp:
+    ...     _ = tmp.write_text("{}")
+    >>> target.read_text()
+    '{}'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise

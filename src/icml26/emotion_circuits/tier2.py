@@ -109,8 +109,7 @@ def train_tier2(seed: int, config: Tier2Config = Tier2Config(), use_cache: bool 
     With ``use_cache`` the trained weights are kept in the icml26 cache folder (written
     atomically) and reused, so a rerun skips training.
     """
-    import os
-
+    from icml26.core.cache import atomic_file
     from icml26.zoo import tiny_llama
 
     check_int(seed, "seed", min_value=0)
@@ -143,10 +142,8 @@ def train_tier2(seed: int, config: Tier2Config = Tier2Config(), use_cache: bool 
     model.final_loss_ = float(loss.item())
     model.from_cache_ = False
     if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save({"state": model.state_dict(), "loss": model.final_loss_}, tmp)
-        os.replace(tmp, path)
+        with atomic_file(path) as tmp:
+            torch.save({"state": model.state_dict(), "loss": model.final_loss_}, tmp)
     return model, world
 
 

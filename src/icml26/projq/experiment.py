@@ -30,7 +30,6 @@ import functools
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 
@@ -38,7 +37,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from icml26.core.cache import cache_root
+from icml26.core.cache import atomic_file, atomic_folder, cache_root
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import format_mean_std, loglog_slope
 from icml26.projq.data import synthetic_layer
@@ -81,12 +80,6 @@ class _Locked:
     def __exit__(self, *exc):
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()
-
-
-def _write_json_atomic(path, obj) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj))
-    os.replace(tmp, path)
 
 
 # == E1: layer-wise residuals on SmolLM2-135M ===========================================
@@ -231,7 +224,8 @@ def run_layerwise(config: LayerwiseConfig, seed: int, task: dict) -> dict:
                "calibration_tokens": cal[config.modules[0]].N, "heldout_tokens": held[config.modules[0]].N}
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        _write_json_atomic(cache_file, metrics)
+        with atomic_file(cache_file) as tmp:
+            tmp.write_text(json.dumps(metrics))
     return metrics
 
 
@@ -452,10 +446,9 @@ def pretrained_char_llama(config: EndToEndConfig):
                                max_position=config.seq_len, seed=0)
             losses = _train(model, model.parameters(), _char_ids("docstrings", "train"), config.pretrain_steps,
                             config.pretrain_batch, config.pretrain_lr, 0.0, 0.05, seed=0)
-            tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-            model.save_pretrained(tmp)
-            (tmp / "pretrain_losses.json").write_text(json.dumps(losses))
-            os.replace(tmp, folder)
+            with atomic_folder(folder) as tmp:
+                model.save_pretrained(tmp)
+                (tmp / "pretrain_losses.json").write_text(json.dumps(losses))
     return LlamaForCausalLM.from_pretrained(folder).eval()
 
 

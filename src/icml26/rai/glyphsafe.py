@@ -31,17 +31,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from icml26.core.cache import cache_root
+from icml26.core.cache import atomic_folder, cache_root
 from icml26.core.validation import check_choice, check_int
 
 from .judge import REFUSAL, KeywordRefusalJudge
@@ -516,21 +512,12 @@ class GlyphSafe:
             return model, True
         model = self.train()
         if use_cache:
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
-            try:
+            with atomic_folder(folder) as tmp:
                 model.save_pretrained(tmp)
                 (tmp / "meta.json").write_text(json.dumps({
                     "precondition": self.precondition_, "s3_steps": self.s3_steps_,
                     "train_seconds": self.train_seconds_, "config": dataclasses.asdict(self.config),
                     "seed": self.seed, "code": CODE_VERSION}))
-                try:
-                    os.replace(tmp, folder)
-                except OSError:  # another job wrote it first
-                    shutil.rmtree(tmp, ignore_errors=True)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
         return model, False
 
     # -- inference -----------------------------------------------------------------------------
