@@ -35,21 +35,24 @@ METRICS = ["attack_asr", "attack_asr_steps", "over_refusal", "compliance", "colo
 
 # -- Exp 1: GlyphSafe ------------------------------------------------------------------------
 
+_RECIPE = GlyphSafeConfig()  # the world's defaults: the flat config below reads them, never copies them
+
+
 @dataclass(frozen=True)
 class GlyphSafeExpConfig:
     """World/training recipe (flattened :class:`GlyphSafeConfig`), evaluation sizes, RAI settings."""
 
-    hidden: int = 64
-    layers: int = 4
-    heads: int = 4
-    intermediate: int = 128
-    batch: int = 32
-    lr: float = 3e-3
-    s1_steps: int = 800
-    s0_steps: int = 400
-    s2_steps: int = 400
-    s3_grid: tuple = (200, 400, 600)
-    n_precondition: int = 100
+    hidden: int = _RECIPE.hidden
+    layers: int = _RECIPE.layers
+    heads: int = _RECIPE.heads
+    intermediate: int = _RECIPE.intermediate
+    batch: int = _RECIPE.batch
+    lr: float = _RECIPE.lr
+    s1_steps: int = _RECIPE.s1_steps
+    s0_steps: int = _RECIPE.s0_steps
+    s2_steps: int = _RECIPE.s2_steps
+    s3_grid: tuple = _RECIPE.s3_grid
+    n_precondition: int = _RECIPE.n_precondition
     n_attack: int = 600
     n_benign: int = 600
     n_colour: int = 400
