@@ -167,6 +167,15 @@ def test_every_readme_has_blocks_found():
     assert blocks(ROOT / "README.md"), "the top-level README lost its commands"
 
 
+def test_top_readme_runs_venv_commands_from_the_venv():
+    """`make demo` installs into .venv and activates nothing: a bare `dask` or `icml26` line
+    fails as written (`command not found`) on a fresh machine."""
+    bare = [shlex.join(argv) for block in blocks(ROOT / "README.md") if block.lang == "bash"
+            for argv in shell_commands(block.code)
+            if argv and argv[0] in {"icml26", "dask", "pytest", "python", "pip"}]
+    assert not bare, f"write these as .venv/bin/...: {bare}"
+
+
 @pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_readme_commands_run(readme, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -1,7 +1,8 @@
 """The ``icml26`` command: list, run, reproduce, report (plus method subcommands).
 
 Exit codes: 0 when every claim passed, 1 when any claim failed or is incomplete (or a job
-failed), 2 on usage or input errors (a clear message, no traceback).
+failed), 2 on usage or input errors (a clear message, no traceback), 130 when interrupted
+(Ctrl-C; a previous report in the ``--out`` folder is kept as it was).
 
 A method folder may ship ``icml26/<slug>/cli.py`` with a ``typer.Typer`` named ``app``;
 it is mounted as ``icml26 <slug> ...`` (for example ``icml26 nl2repo evaluate``).
@@ -22,6 +23,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
+from rich.text import Text
 
 import icml26
 from icml26.core.catalog import PAPERS, catalogue
@@ -31,6 +33,7 @@ from icml26.core.report import QUICK_CAVEAT, prepare_out_dir, render_report, wri
 # so `icml26 list` and `icml26 --help` start in well under a second.
 
 EXIT_OK, EXIT_CLAIM_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
 def _flag_display_type(self, ctx):
@@ -45,11 +48,23 @@ typer.core.TyperOption.display_type_rich = _flag_display_type
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="ICML 2026 papers as library components with reproducible claims.")
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
+# Markup is off: every dynamic text (job errors, configs, claim names, notes) is printed as
+# it is, so ``[/x]`` in an error can neither crash the printing nor vanish from it; styled
+# output is built with :func:`_styled` from (text, style) pieces.
+console = Console(markup=False)
+err_console = Console(stderr=True, soft_wrap=True, markup=False)
 
-_VERDICT_STYLE = {"PASS": "[green]PASS[/]", "FAIL": "[red]FAIL[/]",
-                  "INCOMPLETE": "[yellow]INCOMPLETE[/]"}
+_VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "INCOMPLETE": "yellow", "SMOKE": "cyan"}
+
+
+def _styled(*pieces) -> Text:
+    """A :class:`rich.text.Text` from strings and ``(text, style)`` pairs; nothing is parsed."""
+    return Text.assemble(*[(str(p[0]), p[1]) if isinstance(p, tuple) else str(p)
+                           for p in pieces])
+
+
+def _verdict_text(verdict: str) -> Text:
+    return Text(verdict, style=_VERDICT_STYLE.get(verdict, ""))
 
 
 def _version(value: bool) -> None:
@@ -63,12 +78,12 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
                                        help="Print the version and exit.")) -> None:
     """ICML 2026 papers as library components with reproducible claims."""
     global console, err_console
-    console = Console()  # read COLUMNS / the terminal size of this invocation
-    err_console = Console(stderr=True, soft_wrap=True)
+    console = Console(markup=False)  # read COLUMNS / the terminal size of this invocation
+    err_console = Console(stderr=True, soft_wrap=True, markup=False)
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    err_console.print(_styled(("error:", "bold red"), " ", message), highlight=False)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -113,11 +128,11 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
         for slug in slugs:
             entry = entries.get(slug)
             if entry is None:
-                table.add_row(slug, "[dim]not yet[/]", "", "")
+                table.add_row(slug, Text("not yet", style="dim"), "", "")
             elif "error" in entry:
-                table.add_row(slug, "[red]import error[/]", "", "")
+                table.add_row(slug, Text("import error", style="red"), "", "")
             else:
-                table.add_row(slug, "[green]implemented[/]", _part_summary(entry),
+                table.add_row(slug, Text("implemented", style="green"), _part_summary(entry),
                               str(len(entry.get("claims", []))))
         console.print(table)
         n_impl = sum(1 for s in slugs if s in entries and "error" not in entries[s])
@@ -129,12 +144,12 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
         entry = entries.get(slug)
         title = entry.get("title") if entry and "title" in entry else PAPERS.get(slug, ("",))[0]
         if entry is None:
-            status = "[dim]not yet[/]"
+            status = _styled(("not yet", "dim"))
         elif "error" in entry:
-            status = f"[red]import error[/]: {entry['error']}"
+            status = _styled(("import error", "red"), f": {entry['error']}")
         else:
-            status = "[green]implemented[/]"
-        console.print(f"[bold]{slug}[/] · {status}", highlight=False)
+            status = _styled(("implemented", "green"))
+        console.print(_styled((slug, "bold"), " · ", status), highlight=False)
         console.print(f"  {title}", highlight=False)
         if entry and "parts" in entry:
             console.print("  parts: " + ", ".join(
@@ -172,7 +187,7 @@ def _claims_table(title: str, claims) -> Table:
     table.add_column("bar", ratio=1, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for c in claims:
-        table.add_row(c.name, c.paper, c.measured_text, c.bar, _VERDICT_STYLE[c.verdict])
+        table.add_row(c.name, c.paper, c.measured_text, c.bar, _verdict_text(c.verdict))
     return table
 
 
@@ -196,7 +211,7 @@ def _outcome_line(outcome) -> str:
 
 
 def _print_outcome(outcome) -> None:
-    console.rule(f"[bold]{outcome.slug}[/]: {outcome.title}")
+    console.rule(_styled((outcome.slug, "bold"), f": {outcome.title}"))
     for part in outcome.parts:
         moved = []
         for name, frame in part.result.tables.items():
@@ -206,21 +221,23 @@ def _print_outcome(outcome) -> None:
             else:
                 moved.append(f"{name} ({len(frame)}×{len(frame.columns)})")
         if moved:
-            console.print(f"[dim]{outcome.slug} · {part.part}: wide table(s) in the report: "
-                          f"{'; '.join(moved)}[/]", highlight=False)
+            console.print(Text(f"{outcome.slug} · {part.part}: wide table(s) in the report: "
+                               f"{'; '.join(moved)}", style="dim"), highlight=False)
         if part.result.claims:
             console.print(_claims_table(f"{outcome.slug} · {part.part} · claims",
                                         part.result.claims))
         for note in part.result.notes:
-            console.print(f"[yellow]note:[/] {note}", highlight=False)
+            console.print(_styled(("note:", "yellow"), f" {note}"), highlight=False)
         for job in part.failed_jobs:
-            err_console.print(f"[red]job failed[/] ({outcome.slug}/{part.part} seed {job.seed} "
-                              f"task {job.task}):\n{job.error}", markup=True, highlight=False)
+            err_console.print(_styled(("job failed", "red"),
+                                      f" ({outcome.slug}/{part.part} seed {job.seed} "
+                                      f"task {job.task}):\n{job.error}"), highlight=False)
         if part.summarize_error:
-            err_console.print(f"[red]summarize failed[/] ({outcome.slug}/{part.part}):\n"
-                              f"{part.summarize_error}", markup=True, highlight=False)
+            err_console.print(_styled(("summarize failed", "red"),
+                                      f" ({outcome.slug}/{part.part}):\n{part.summarize_error}"),
+                              highlight=False)
     style = "green" if outcome.passed else "red"
-    console.print(f"[{style}]{_outcome_line(outcome)}[/]", highlight=False)
+    console.print(Text(_outcome_line(outcome), style=style), highlight=False)
 
 
 def _failed_summary(outcomes) -> str:
@@ -265,8 +282,8 @@ def _plan(slugs: list, parts: list, quick: bool, seeds: Optional[int], overrides
             except ConfigError as exc:
                 if not skip_broken:
                     raise
-                err_console.print(f"[yellow]warning:[/] skipping {slug}: "
-                                  f"{str(exc).splitlines()[-1]}", markup=True, highlight=False)
+                err_console.print(_styled(("warning:", "yellow"), f" skipping {slug}: "
+                                          f"{str(exc).splitlines()[-1]}"), highlight=False)
         plans = [plan_experiment(e, parts=parts or None, quick=quick, seeds=seeds,
                                  overrides=overrides) for e in experiments]
     except (ConfigError, ValueError, TypeError) as exc:
@@ -281,7 +298,7 @@ def _print_plan(experiments, plans) -> None:
 
     n_total = 0
     for exp, plan in zip(experiments, plans):
-        console.print(f"[bold]{exp.slug}[/]: {exp.title}", highlight=False)
+        console.print(_styled((exp.slug, "bold"), f": {exp.title}"), highlight=False)
         for part, cfg, seeds in plan:
             n = len(expand_jobs(part, cfg, seeds))
             n_total += n
@@ -296,7 +313,7 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
               scheduler: Optional[str], out: Optional[Path], overrides: dict, command: str,
               invocation: dict, dry_run: bool, skip_broken: bool = False):
     from icml26.core.experiment import ConfigError
-    from icml26.core.runner import check_scheduler, expand_jobs, run_experiment
+    from icml26.core.runner import check_scheduler
 
     experiments, plans = _plan(slugs, parts, quick, seeds, overrides, skip_broken)
     if dry_run:
@@ -307,18 +324,44 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
     except OSError as exc:
         raise _usage_error(f"--out: {exc}")
     if (out_dir / "results.json").exists():
-        err_console.print(f"[yellow]warning:[/] {out_dir} holds a previous report; it is "
-                          "replaced (its figures are removed).", markup=True, highlight=False)
+        err_console.print(_styled(("warning:", "yellow"),
+                                  f" {out_dir} holds a previous report; it will be replaced when "
+                                  "this run finishes (kept as it is if the run is interrupted "
+                                  "or fails to write)."), highlight=False)
     if scheduler:
         try:
             check_scheduler(scheduler, handshake=True)
         except ConfigError as exc:
             raise _usage_error(str(exc))
     if quick:
-        console.print(f"[yellow]quick mode:[/] {QUICK_CAVEAT}", highlight=False)
+        console.print(_styled(("quick mode:", "yellow"), f" {QUICK_CAVEAT}"), highlight=False)
+    try:
+        outcomes = _run_with_progress(experiments, plans, parts=parts, quick=quick, seeds=seeds,
+                                      overrides=overrides, jobs=jobs, scheduler=scheduler)
+        # Written before anything is printed, so no printing problem can lose the report;
+        # written into a sibling folder and swapped in, so an interrupt keeps the old one.
+        report_dir = write_report(outcomes, out_dir, command=command, invocation=invocation)
+    except KeyboardInterrupt:
+        kept = (" The previous report in " + str(out_dir) + " is kept as it was."
+                if (out_dir / "results.json").exists() else "")
+        err_console.print(_styled(("interrupted:", "bold yellow"),
+                                  " no report was written." + kept), highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    for outcome in outcomes:
+        _print_outcome(outcome)
+    console.print(f"report: {report_dir.resolve() / 'index.html'}", highlight=False,
+                  soft_wrap=True)
+    return outcomes
+
+
+def _run_with_progress(experiments, plans, *, parts, quick, seeds, overrides, jobs, scheduler):
+    from icml26.core.experiment import ConfigError
+    from icml26.core.runner import expand_jobs, run_experiment
+
     outcomes = []
-    columns = (TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(bar_width=20),
+               MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+               TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         bars = {(exp.slug, part.name): progress.add_task(
                     f"{exp.slug} · {part.name}", total=len(expand_jobs(part, cfg, sd)),
@@ -335,11 +378,6 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
                     progress=lambda r, s=exp.slug: progress.advance(bars[(s, r.part)])))
             except ConfigError as exc:  # e.g. the scheduler went away
                 raise _usage_error(str(exc))
-    for outcome in outcomes:
-        _print_outcome(outcome)
-    report_dir = write_report(outcomes, out_dir, command=command, invocation=invocation)
-    console.print(f"report: {report_dir.resolve() / 'index.html'}", highlight=False,
-                  soft_wrap=True)
     return outcomes
 
 
@@ -355,7 +393,7 @@ def _finish(outcomes, quick: bool, head: str) -> None:
     failed = _failed_summary(outcomes)
     if quick and failed:
         failed += " (quick mode: smoke checks, see above)"
-    console.print(f"[{'red' if failed else 'green'}]{head}[/]" + (f"; {failed}" if failed else ""),
+    console.print(Text(head + (f"; {failed}" if failed else ""), style="red" if failed else "green"),
                   highlight=False)
     raise typer.Exit(EXIT_OK if all(o.passed for o in outcomes) else EXIT_CLAIM_FAILED)
 
@@ -457,7 +495,8 @@ def _mount_method_clis() -> None:
         try:
             sub = getattr(importlib.import_module(f"icml26.{info.name}.cli"), "app", None)
         except Exception as exc:  # noqa: BLE001 - one broken method must not break the CLI
-            err_console.print(f"[yellow]warning:[/] icml26.{info.name}.cli failed to import: {exc}")
+            err_console.print(_styled(("warning:", "yellow"),
+                                      f" icml26.{info.name}.cli failed to import: {exc}"))
             continue
         if isinstance(sub, typer.Typer):
             app.add_typer(sub, name=info.name)

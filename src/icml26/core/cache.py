@@ -56,7 +56,9 @@ def cached_json(folder, prefix: str, key, compute):
 
     Returns
     -------
-    The stored or computed result (as read back from JSON when stored).
+    The stored or computed result (as read back from JSON when stored). An entry that does not
+    parse (a truncated or garbled file) is a miss: it is recomputed and replaced, with one
+    ``RuntimeWarning`` naming the file.
 
     Examples
     --------
@@ -76,12 +78,28 @@ def cached_json(folder, prefix: str, key, compute):
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{prefix}_{digest}.json")
     if os.path.exists(path):
-        with open(path) as handle:
-            return json.load(handle)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, ValueError) as exc:  # truncated, garbled or unreadable: a miss
+            _warn_once(path, f"icml26 cache entry {path} could not be read ({exc}); "
+                             "recomputing it and replacing the entry")
     result = compute()
     with atomic_file(path) as tmp:
         tmp.write_text(json.dumps(result))
     return result
+
+
+_WARNED: set = set()
+
+
+def _warn_once(key, message: str) -> None:
+    """Emit ``message`` as a RuntimeWarning the first time ``key`` is seen in this process."""
+    import warnings
+
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 @contextlib.contextmanager

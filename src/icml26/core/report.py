@@ -16,6 +16,7 @@ does not write are removed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as _dt
 import html
 import json
@@ -211,12 +212,15 @@ def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
                  command: str = "", invocation: dict | None = None) -> Path:
     """Write ``results.json``, ``README.md``, ``index.html`` and figure PNGs; return the folder.
 
+    The whole report is built in a temporary sibling folder and swapped in at the end, so an
+    interrupted or failing write leaves the previous report in ``out_dir`` exactly as it was.
+
     Parameters
     ----------
     outcomes : list of ExperimentOutcome
     out_dir : path, optional
-        Default ``reports/<timestamp>``. A previous report there is replaced, and the
-        figures it listed that this report does not write are deleted.
+        Default ``reports/<timestamp>``. A previous report there is replaced (its figures
+        that this report does not write are gone with it); other files in the folder are kept.
     command : str
         The command line that produced the outcomes (shown in both documents).
     invocation : dict, optional
@@ -224,23 +228,88 @@ def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
         recorded in ``results.json``.
     """
     out_dir = prepare_out_dir(out_dir)
-    stale = _listed_figures(out_dir)
-    experiments = [outcome_to_dict(o, out_dir) for o in outcomes]
-    written = {f for e in experiments for p in e["parts"] for f in p["figures"].values()}
-    for fname in sorted(stale - written):
-        if Path(fname).name == fname and fname.endswith(".png"):
-            (out_dir / fname).unlink(missing_ok=True)
-    data = {
-        "created": _dt.datetime.now().isoformat(timespec="seconds"),
-        "command": command,
-        "invocation": jsonable(invocation or {}),
-        "versions": versions(),
-        "machine": machine(),
-        "experiments": experiments,
-    }
-    atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1, allow_nan=False))
-    render_report(out_dir)
+    with _staged_report(out_dir) as stage:
+        experiments = [outcome_to_dict(o, stage) for o in outcomes]
+        data = {
+            "created": _dt.datetime.now().isoformat(timespec="seconds"),
+            "command": command,
+            "invocation": jsonable(invocation or {}),
+            "versions": versions(),
+            "machine": machine(),
+            "experiments": experiments,
+        }
+        atomic_write_text(stage / "results.json", json.dumps(data, indent=1, allow_nan=False))
+        render_report(stage)
     return out_dir
+
+
+_REPORT_FILES = ("results.json", "README.md", "index.html")
+
+
+def _report_files(out_dir: Path) -> set[str]:
+    """The names of the files that belong to the report in ``out_dir`` (if any)."""
+    return set(_REPORT_FILES) | {f for f in _listed_figures(out_dir)
+                                 if Path(f).name == f and f.endswith(".png")}
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two folders (Linux ``renameat2(RENAME_EXCHANGE)``); False if unsupported."""
+    import ctypes
+    import errno
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+@contextlib.contextmanager
+def _staged_report(out_dir: Path):
+    """Yield an empty sibling folder to write a report into, then put it in ``out_dir``'s place.
+
+    A folder that holds only a report (or nothing) is swapped whole: atomically where the
+    kernel can exchange two folders, else by two renames. A folder that also holds other
+    files keeps them: the new report's files are renamed into it one by one, ``results.json``
+    last, and then the old report's stale figures are removed. On any exception (an
+    interrupt included) the staged folder is deleted and ``out_dir`` is untouched.
+    """
+    import shutil
+
+    out_dir = Path(out_dir)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.report-", dir=out_dir.parent))
+    try:
+        yield stage
+        os.chmod(stage, 0o777 & ~_umask())
+        old = _report_files(out_dir)
+        present = {p.name for p in out_dir.iterdir()}
+        whole = present <= old and out_dir.resolve() != Path.cwd().resolve()
+        if whole:  # nothing but a report (or empty), and not our working folder: swap it
+            if _exchange(stage, out_dir):
+                shutil.rmtree(stage, ignore_errors=True)
+            else:
+                aside = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+                os.replace(out_dir, aside / "old")
+                os.replace(stage, out_dir)
+                shutil.rmtree(aside, ignore_errors=True)
+            return
+        new = sorted(p.name for p in stage.iterdir())
+        for name in [n for n in new if n != "results.json"] + ["results.json"]:
+            os.replace(stage / name, out_dir / name)
+        for name in sorted(old - set(new)):
+            if name.endswith(".png"):
+                (out_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(stage, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
 
 
 def render_report(out_dir: str | Path) -> Path:
