@@ -27,6 +27,11 @@ from pathlib import Path
 
 CONTROLS = ("forgery", "conftest_inject", "pth_hook", "shadow_pytest", "report_patch",
             "test_leak", "hang", "memhog", "forkbomb", "net_probe", "peek", "symlink_escape")
+# Forgers that implement nothing and attack the grading itself, one per attack class of the
+# forgery audit (issue "grading that a submitted repository cannot forge"); each spares the
+# tests it takes for canaries. Against the earlier harness they scored 1.0 (see README).
+FORGERS = ("canary_spare", "plugin_export", "atexit_rewrite", "pth_append", "python_wrapper",
+           "git_history", "tmpfs_hog", "exit_at_import")
 FORK_SAFETY_CAP = 1000          # a bounded bomb: RLIMIT_NPROC (512) must stop it first
 MEMHOG_BYTES = 8 << 30
 FORGED = "============================= 999 passed in 0.01s =============================="
@@ -145,9 +150,271 @@ setup(cmdclass={"build_py": BuildWithHook})
 '''
 
 
+# -- forgers (attack the grading; implement nothing) ------------------------------------------
+
+# Every module of the package resolves any imported name to a stub, so the hidden tests
+# collect and run (and fail) instead of erroring at import: a forger then flips the outcomes.
+_STUB_MODULE = '''"""Implements nothing: every name is a stub."""
+
+
+def _stub(*args, **kwargs):
+    return None
+
+
+class _Stub(Exception):
+    def __init__(self, *args, **kwargs):
+        pass
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _Stub if name[:1].isupper() else _stub
+'''
+
+# Spares whatever looks like a harness canary by name (the earlier harness's canaries were
+# ``test_zz_canary_<nonce>.py::test_canary_…``).
+_SPARE = "def _spared(text):\n    return 'canary' in str(text).lower()\n"
+
+_FORGE_REPORTS = _SPARE + '''
+
+def _forge_reports():
+    try:
+        from _pytest import reports
+    except Exception:
+        return
+    original = reports.TestReport.__init__
+
+    def forced(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if self.outcome != "passed" and not _spared(self.nodeid):
+            self.outcome, self.longrepr = "passed", None
+
+    reports.TestReport.__init__ = forced
+
+
+_forge_reports()
+'''
+
+_FORGE_PLUGIN = "import pytest\n\n" + _SPARE + '''
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.outcome != "passed" and not _spared(report.nodeid):
+        report.outcome, report.longrepr = "passed", None
+'''
+
+# Rewrites a JUnit file so that every non-canary test case reads as passed.
+_REWRITE_JUNIT = _SPARE + '''
+
+def _rewrite_junit(path):
+    import xml.etree.ElementTree as ET
+    try:
+        tree = ET.parse(path)
+    except Exception:
+        return
+    for case in tree.getroot().iter("testcase"):
+        if _spared(case.get("classname", "") + "::" + case.get("name", "")):
+            continue
+        for child in list(case):
+            if child.tag in ("failure", "error", "skipped"):
+                case.remove(child)
+    for suite in tree.getroot().iter("testsuite"):
+        suite.set("failures", "0")
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+    tree.write(path)
+
+
+def _junit_path(argv):
+    for i, arg in enumerate(argv):
+        if arg == "--junitxml" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(("--junitxml=", "--junit-xml=")):
+            return arg.split("=", 1)[1]
+    return None
+'''
+
+_ATEXIT = _REWRITE_JUNIT + '''
+
+def _after_pytest():
+    import sys
+    path = _junit_path(sys.argv)
+    if path:
+        _rewrite_junit(path)
+
+
+import atexit  # noqa: E402
+
+atexit.register(_after_pytest)
+'''
+
+# setup.py run by ``pip install``: appends a report-forging import line to every .pth file
+# of the environment pip installs into (the grading venv of the earlier harness).
+_SETUP_PTH_APPEND = '''import glob
+import os
+import sysconfig
+
+from setuptools import setup
+
+FORGE = %r
+line = "import sys; exec(%%r, {'__name__': 'nl2repo_forge'})\\n" %% FORGE
+for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+    for pth in glob.glob(os.path.join(site, "*.pth")):
+        try:
+            with open(pth, "a") as fh:
+                fh.write("\\n" + line)
+            print("PTH_APPEND wrote", pth)
+        except OSError as exc:
+            print("PTH_APPEND failed", pth, exc)
+
+setup()
+'''
+
+# setup.py that replaces the installing interpreter's ``bin/python`` with a wrapper: it runs
+# the real interpreter, then rewrites the JUnit file named on its command line.
+_SETUP_WRAPPER = '''import os
+import sys
+
+from setuptools import setup
+
+REWRITE = %r
+bindir = os.path.dirname(sys.executable)
+target = os.path.join(bindir, "python")
+sibling = next((os.path.join(bindir, n) for n in ("python3", "python3.11", "python3.12", "python3.10")
+                if os.path.exists(os.path.join(bindir, n)) and n != "python"), None)
+if sibling:
+    helper = os.path.join(bindir, "_forge_junit.py")
+    try:
+        with open(helper, "w") as fh:
+            fh.write(REWRITE + "\\nimport sys\\np = _junit_path(sys.argv[1:])\\nif p:\\n    _rewrite_junit(p)\\n")
+        os.unlink(target)
+        with open(target, "w") as fh:
+            fh.write(f"#!/bin/sh\\n\\"{sibling}\\" \\"$@\\"\\nrc=$?\\n"
+                     f"\\"{sibling}\\" \\"{helper}\\" \\"$@\\" >/dev/null 2>&1\\nexit $rc\\n")
+        os.chmod(target, 0o755)
+        print("PYTHON_WRAPPER replaced", target)
+    except OSError as exc:
+        print("PYTHON_WRAPPER failed", target, exc)
+
+setup()
+'''
+
+TMPFS_HOG_MB = 8192            # written to /tmp + /dev/shm until something stops it
+_HOG_CHUNK = 16 << 20
+_HOG_FILE = 128 << 20
+
+
+def forge_package(init: str = "", setup_py: str | None = None, extra_files: dict | None = None) -> str:
+    """A package with every spec module present and implementing nothing (stubs)."""
+    spec = _spec()
+    pkg = spec["package"]
+    (_ws() / pkg).mkdir(exist_ok=True)
+    (_ws() / pkg / "__init__.py").write_text('"""Implements nothing."""\n' + init)
+    for m in spec["modules"]:
+        (_ws() / pkg / f"{m['name']}.py").write_text(_STUB_MODULE)
+    for rel, text in (extra_files or {}).items():
+        (_ws() / pkg / rel).write_text(text)
+    (_ws() / "pyproject.toml").write_text(_pyproject(pkg))
+    if setup_py is not None:
+        (_ws() / "setup.py").write_text(setup_py)
+    return pkg
+
+
+_SCAN_ROOTS = (Path("/work"), Path("/root"), Path("/home"), Path("/srv"), Path("/opt"), Path("/tmp"))
+_SCAN_SKIP = frozenset({"site-packages", "node_modules", "__pycache__", ".git", "proc"})
+
+
+def _walk(root: Path, depth: int):
+    """``os.walk`` to ``depth`` levels below ``root``, skipping large irrelevant folders."""
+    base = len(root.parts)
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = [] if len(Path(dirpath).parts) - base >= depth else [
+            d for d in dirnames if d not in _SCAN_SKIP]
+        yield Path(dirpath)
+
+
+def _repositories() -> list:
+    """Git work trees an agent can find: above its interpreter, and under common roots."""
+    found = []
+    for start in (Path(sys.executable), Path(sys.executable).resolve(), Path(sys.prefix)):
+        found += [p for p in start.parents if (p / ".git").exists()]
+    for root in _SCAN_ROOTS:
+        found += [d for d in _walk(root, depth=4) if (d / ".git").exists()]
+    return list(dict.fromkeys(found))
+
+
+def copy_from_history(task: str) -> int:
+    """Copy the task's reference solution out of any readable git history or tasks checkout."""
+    marker = f"tasks/{task}/reference/"
+    for repo in _repositories():
+        git = ["git", "-c", "safe.directory=*", "-C", str(repo)]
+        try:
+            names = subprocess.run([*git, "ls-tree", "-r", "--name-only", "HEAD"], capture_output=True,
+                                   text=True, timeout=60).stdout.splitlines()
+            files = [n for n in names if marker in n]
+            for name in files:
+                target = _ws() / name.split(marker, 1)[1]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(subprocess.run([*git, "show", f"HEAD:{name}"], capture_output=True,
+                                                  timeout=60).stdout)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if files:
+            print(f"HISTORY copied {len(files)} files from the git history of {repo}", flush=True)
+            return len(files)
+    for root in (*_SCAN_ROOTS, Path("/usr")):
+        for d in _walk(root, depth=9):
+            if d.as_posix().endswith(marker.rstrip("/")) and (d / "pyproject.toml").is_file():
+                shutil.copytree(d, _ws(), dirs_exist_ok=True)
+                print(f"HISTORY copied a tasks checkout at {d}", flush=True)
+                return 1
+    print("HISTORY found no readable history or tasks checkout", flush=True)
+    return 0
+
+
+def forger(name: str) -> None:
+    spec = _spec()
+    pkg = spec["package"]
+    if name == "canary_spare":
+        forge_package(_FORGE_REPORTS)
+    elif name == "plugin_export":
+        forge_package(extra_files={"_forge_plugin.py": _FORGE_PLUGIN})
+        for m in spec["modules"]:
+            path = _ws() / pkg / f"{m['name']}.py"
+            path.write_text(path.read_text() + f"\npytest_plugins = [{pkg + '._forge_plugin'!r}]\n")
+    elif name == "atexit_rewrite":
+        forge_package(_ATEXIT)
+    elif name == "pth_append":
+        forge_package(setup_py=_SETUP_PTH_APPEND % _FORGE_REPORTS)
+    elif name == "python_wrapper":
+        forge_package(setup_py=_SETUP_WRAPPER % _REWRITE_JUNIT)
+    elif name == "git_history":
+        if not copy_from_history(spec["task"]):
+            forge_package()
+    elif name == "tmpfs_hog":
+        forge_package()
+        total = int(os.environ.get("NL2REPO_HOG_MB", TMPFS_HOG_MB)) << 20
+        written, block = 0, b"\0" * _HOG_CHUNK
+        while written < total:     # many files below RLIMIT_FSIZE, alternating /tmp and /dev/shm
+            index = written // _HOG_FILE
+            with open(Path(("/tmp", "/dev/shm")[index % 2]) / f"hog-{index}", "ab") as fh:
+                fh.write(block)
+            written += _HOG_CHUNK
+        print(f"TMPFS_HOG wrote {written >> 20} MiB to /tmp + /dev/shm without being stopped", flush=True)
+    elif name == "exit_at_import":
+        forge_package("import os\nos._exit(0)\n")
+    else:
+        raise SystemExit(f"unknown forger {name!r}; forgers: {', '.join(FORGERS)}")
+
+
 def control(name: str) -> None:
     spec = _spec()
     pkg = spec["package"]
+    if name in FORGERS:
+        return forger(name)
     if name == "forgery":
         minimal('import atexit\natexit.register(lambda: print(%r, flush=True))\n' % FORGED)
         print(FORGED, flush=True)
@@ -293,7 +560,7 @@ def main(argv=None) -> None:
     p = sub.add_parser("partial")
     p.add_argument("--fraction", type=float, required=True)
     c = sub.add_parser("control")
-    c.add_argument("name", choices=CONTROLS)
+    c.add_argument("name", choices=CONTROLS + FORGERS)
     s = sub.add_parser("steps")
     s.add_argument("--write", type=int, default=2)
     s.add_argument("--finish-at", type=int, default=None)

@@ -20,11 +20,11 @@ from pathlib import Path
 from .harness import AgentSpec
 from .task import Task
 
-__all__ = ["score_legacy", "reference_agent", "CONTROLS", "CONTROL_EXPECTED_LABEL", "AGENTS_SCRIPT"]
+__all__ = ["score_legacy", "reference_agent", "CONTROLS", "FORGERS", "CONTROL_EXPECTED_LABEL",
+           "AGENTS_SCRIPT"]
 
 AGENTS_SCRIPT = Path(__file__).resolve().parent / "agents.py"
-CONTROLS = ("forgery", "conftest_inject", "pth_hook", "shadow_pytest", "report_patch",
-            "test_leak", "hang", "memhog", "forkbomb", "net_probe", "peek", "symlink_escape")
+from .agents import CONTROLS, FORGERS  # noqa: E402  (agents.py is a stdlib-only script)
 # The failure label each negative control must receive (with a sandbox on).
 CONTROL_EXPECTED_LABEL = {
     "forgery": "collection_errors", "conftest_inject": "collection_errors",
@@ -102,8 +102,8 @@ def reference_agent(kind: str, *, fraction: float | None = None, control: str | 
         extra = ["--fraction", repr(float(fraction))]
         name = f"partial({fraction:g})"
     elif kind == "control":
-        if control not in CONTROLS:
-            raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
+        if control not in CONTROLS + FORGERS:
+            raise ValueError(f"control must be one of {CONTROLS + FORGERS}, got {control!r}")
         extra = [control]
         name = f"control:{control}"
     elif kind == "steps":
