@@ -104,9 +104,10 @@ def _split(values: Optional[List[str]]) -> list:
 # -- list ------------------------------------------------------------------------------
 
 def _part_summary(entry: dict) -> str:
+    """``3`` default parts, ``3+2`` with two opt-in parts."""
     parts = entry.get("parts", [])
     opt = sum(not p["default"] for p in parts)
-    return f"{len(parts) - opt}" + (f" +{opt} opt-in" if opt else "")
+    return f"{len(parts) - opt}" + (f"+{opt}" if opt else "")
 
 
 @app.command("list")
@@ -119,21 +120,24 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
     entries = catalogue()
     slugs = list(PAPERS) + sorted(set(entries) - set(PAPERS))
     if not long:
+        from rich import box
+
         table = Table(title="icml26 methods (icml26 list --long for titles and claims)",
-                      title_justify="left")
+                      title_justify="left", box=box.SIMPLE_HEAD)
         table.add_column("slug", no_wrap=True)
         table.add_column("status", no_wrap=True)
         table.add_column("parts", no_wrap=True, justify="right")
-        table.add_column("claims", no_wrap=True, justify="right")
+        table.add_column("recorded full run", overflow="fold")
+        table.add_column("recorded", no_wrap=True)
         for slug in slugs:
             entry = entries.get(slug)
             if entry is None:
-                table.add_row(slug, Text("not yet", style="dim"), "", "")
+                table.add_row(slug, Text("not yet", style="dim"), "", "", "")
             elif "error" in entry:
-                table.add_row(slug, Text("import error", style="red"), "", "")
+                table.add_row(slug, Text("import error", style="red"), "", "", "")
             else:
                 table.add_row(slug, Text("implemented", style="green"), _part_summary(entry),
-                              str(len(entry.get("claims", []))))
+                              *_ledger_cells(slug, entry))
         console.print(table)
         n_impl = sum(1 for s in slugs if s in entries and "error" not in entries[s])
         console.print(f"{n_impl} of {len(slugs)} implemented. "
@@ -157,7 +161,49 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
                 highlight=False)
             for claim in entry.get("claims", []):
                 console.print(f"  - {claim}", highlight=False)
+            console.print(_styled("  recorded full run: ", _ledger_cell(slug, entry)),
+                          highlight=False)
+            _print_ledger_details(slug, entry)
         console.print()
+
+
+def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
+    """(verdict, date) of the recorded full run: ``18/18 pass``, ``2026-12-03`` or ``stale``."""
+    from icml26.core import ledger
+
+    led = ledger.load(slug)
+    if led is None:
+        return Text("not recorded", style="dim"), Text("")
+    n = ledger.counts(led)
+    verdict = Text(ledger.verdict_text(led),
+                   style="green" if n["PASS"] == n["total"] else "yellow")
+    if (entry.get("ledger") or {}).get("current") is False:
+        return verdict, Text("stale", style="bold yellow")
+    return verdict, Text(ledger.recorded_date(led))
+
+
+def _ledger_cell(slug: str, entry: dict) -> Text:
+    verdict, date = _ledger_cells(slug, entry)
+    return Text.assemble(verdict, " · ", date) if date.plain else verdict
+
+
+def _print_ledger_details(slug: str, entry: dict) -> None:
+    from icml26.core import ledger
+
+    led = ledger.load(slug)
+    if led is None:
+        return
+    head = ledger.headline_claim(led)
+    if head is not None:
+        console.print(_styled("  headline: ", head["id"], " = ", ledger._fmt(head["measured"]),
+                              f" (bar {head['bar']}, paper {head['paper']}) ",
+                              _verdict_text(head["verdict"])), highlight=False)
+    opt = [p for p in led["parts"] if not p["default"]]
+    for p in opt:
+        n = sum(c["verdict"] == "PASS" for c in p["claims"])
+        console.print(f"  opt-in {p['part']}: {n}/{len(p['claims'])} pass", highlight=False)
+    for reason in ((entry.get("ledger") or {}).get("reasons") or [])[:5]:
+        console.print(Text(f"  stale: {reason}", style="yellow"), highlight=False)
 
 
 # -- run / reproduce -------------------------------------------------------------------
@@ -179,7 +225,7 @@ def _data_table(title: str, frame) -> Table:
     return table
 
 
-def _claims_table(title: str, claims) -> Table:
+def _claims_table(title: str, claims, quick: bool = False) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("claim", ratio=3)
     table.add_column("paper", ratio=2)
@@ -187,20 +233,36 @@ def _claims_table(title: str, claims) -> Table:
     table.add_column("bar", ratio=1, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for c in claims:
-        table.add_row(c.name, c.paper, c.measured_text, c.bar, _verdict_text(c.verdict))
+        shown = c.shown_verdict(quick)
+        text = _verdict_text(shown)
+        if shown == "SMOKE":
+            text.append(" (met)" if c.passed else " (not met)", style="dim")
+        table.add_row(c.name, c.paper, c.measured_text, c.bar, text)
     return table
 
 
 def _not_passed(outcome) -> list:
-    return [c for c in outcome.claims if c.verdict != "PASS"]
+    """Claims shown as FAIL or INCOMPLETE (a quick run's smoke checks are not listed)."""
+    return [c for c in outcome.claims if c.shown_verdict(outcome.quick) in ("FAIL", "INCOMPLETE")]
 
 
 def _outcome_line(outcome) -> str:
     claims = outcome.claims
-    n_fail = sum(c.verdict == "FAIL" for c in claims)
-    n_inc = sum(c.verdict == "INCOMPLETE" for c in claims)
     n_jobs = sum(len(p.failed_jobs) for p in outcome.parts)
-    text = f"{outcome.slug}: {sum(c.passed for c in claims)}/{len(claims)} claims passed"
+    if outcome.quick:
+        checks = [c for c in claims if c.quick_meaningful]
+        n_smoke = len(claims) - len(checks)
+        n_fail = sum(c.verdict == "FAIL" for c in checks)
+        n_inc = sum(c.verdict == "INCOMPLETE" for c in checks)
+        text = (f"{outcome.slug}: ran end to end; {n_smoke} smoke check(s) "
+                f"({sum(not c.passed for c in claims if not c.quick_meaningful)} bar(s) not met "
+                f"at toy scale)")
+        if checks:
+            text += f"; quick-scale checks {sum(c.passed for c in checks)}/{len(checks)} passed"
+    else:
+        n_fail = sum(c.verdict == "FAIL" for c in claims)
+        n_inc = sum(c.verdict == "INCOMPLETE" for c in claims)
+        text = f"{outcome.slug}: {sum(c.passed for c in claims)}/{len(claims)} claims passed"
     if n_fail:
         text += f", {n_fail} failed"
     if n_inc:
@@ -225,9 +287,15 @@ def _print_outcome(outcome) -> None:
                                f"{'; '.join(moved)}", style="dim"), highlight=False)
         if part.result.claims:
             console.print(_claims_table(f"{outcome.slug} · {part.part} · claims",
-                                        part.result.claims))
+                                        part.result.claims, outcome.quick))
         for note in part.result.notes:
             console.print(_styled(("note:", "yellow"), f" {note}"), highlight=False)
+        warned = part.warnings
+        if warned:
+            total = sum(w["count"] for w in warned)
+            console.print(Text(f"{outcome.slug} · {part.part}: {total} warning(s), "
+                               f"{len(warned)} distinct, collected in the report", style="dim"),
+                          highlight=False)
         for job in part.failed_jobs:
             err_console.print(_styled(("job failed", "red"),
                                       f" ({outcome.slug}/{part.part} seed {job.seed} "
@@ -248,9 +316,14 @@ def _failed_summary(outcomes) -> str:
         if bad:
             pieces.append(f"{o.slug}: " + "; ".join(
                 c.name + (" (incomplete)" if c.verdict == "INCOMPLETE" else "") for c in bad))
-        elif not o.passed:
+        elif any(p.failed_jobs or p.summarize_error for p in o.parts):
             pieces.append(f"{o.slug}: a job or summarize failed")
     return ("did not pass: " + " · ".join(pieces)) if pieces else ""
+
+
+def _smoke_only(outcomes) -> bool:
+    """A quick run whose only unmet bars are smoke checks (exit code 1 all the same)."""
+    return any(not o.passed for o in outcomes) and not _failed_summary(outcomes)
 
 
 def _command_line(name: str, args: list, options: dict) -> str:
@@ -318,7 +391,7 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
     experiments, plans = _plan(slugs, parts, quick, seeds, overrides, skip_broken)
     if dry_run:
         _print_plan(experiments, plans)
-        return None
+        return None, None
     try:
         out_dir = prepare_out_dir(out)
     except OSError as exc:
@@ -351,7 +424,7 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
         _print_outcome(outcome)
     console.print(f"report: {report_dir.resolve() / 'index.html'}", highlight=False,
                   soft_wrap=True)
-    return outcomes
+    return outcomes, report_dir
 
 
 def _run_with_progress(experiments, plans, *, parts, quick, seeds, overrides, jobs, scheduler):
@@ -391,10 +464,13 @@ def _check_common(seeds: Optional[int], jobs: int) -> None:
 def _finish(outcomes, quick: bool, head: str) -> None:
     """The run's last line: the verdict, naming what did not pass."""
     failed = _failed_summary(outcomes)
-    if quick and failed:
-        failed += " (quick mode: smoke checks, see above)"
-    console.print(Text(head + (f"; {failed}" if failed else ""), style="red" if failed else "green"),
-                  highlight=False)
+    if quick and _smoke_only(outcomes):
+        failed = ("exit code 1 because some smoke-check bars are not met at toy scale "
+                  "(quick mode; the recorded full-run verdicts are in `icml26 list`)")
+        console.print(Text(head + f"; {failed}", style="yellow"), highlight=False)
+    else:
+        console.print(Text(head + (f"; {failed}" if failed else ""),
+                           style="red" if failed else "green"), highlight=False)
     raise typer.Exit(EXIT_OK if all(o.passed for o in outcomes) else EXIT_CLAIM_FAILED)
 
 
@@ -420,23 +496,43 @@ def run(
     out: Optional[Path] = OUT,
     set_: Optional[List[str]] = SET,
     dry_run: bool = DRY_RUN,
+    record: bool = typer.Option(False, "--record", help="Record this full run's verdicts in "
+                                "the method's ledger (src/icml26/<slug>/verdicts.json)."),
 ) -> None:
     """Run one paper's reproduction, print its claims, write a report."""
     _check_common(seeds, jobs)
+    if record and (quick or set_ or seeds is not None):
+        raise _usage_error("--record records a full run with the parts' own configs and "
+                           "seeds: drop --quick, --set and --seeds")
     parts = _split(exp)
     invocation = {"slug": slug, "quick": quick, "exp": parts, "seeds": seeds, "jobs": jobs,
                   "scheduler": scheduler, "out": str(out) if out else None,
                   "set": _parse_sets(set_)}
     command = _command_line("run", [slug], {
         "quick": quick, "exp": parts, "seeds": seeds, "jobs": jobs if jobs != 1 else None,
-        "scheduler": scheduler, "out": out, "set": list(set_ or [])})
-    outcomes = _run_many([slug], parts=parts, quick=quick, seeds=seeds, jobs=jobs,
+        "scheduler": scheduler, "out": out, "set": list(set_ or []), "record": record})
+    outcomes, report_dir = _run_many([slug], parts=parts, quick=quick, seeds=seeds, jobs=jobs,
                          scheduler=scheduler, out=out, overrides=invocation["set"],
                          command=command, invocation=invocation, dry_run=dry_run)
     if outcomes is None:
         raise typer.Exit(EXIT_OK)
     outcome = outcomes[0]
+    if record:
+        _record(outcome, report_dir)
     _finish(outcomes, quick, _outcome_line(outcome))
+
+
+def _record(outcome, report_dir) -> None:
+    from icml26.core import ledger
+
+    try:
+        path = ledger.record_report(report_dir, [outcome.slug])[0]
+    except ledger.LedgerError as exc:
+        err_console.print(_styled(("not recorded:", "yellow"), f" {exc}"), highlight=False)
+        return
+    console.print(f"recorded in {path} ({ledger.verdict_text(ledger.load(outcome.slug))}); "
+                  "regenerate the README tables with: python -m icml26.core.ledger readme",
+                  highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -465,7 +561,7 @@ def reproduce(
         "jobs": jobs if jobs != 1 else None, "scheduler": scheduler, "out": out,
         "set": list(set_ or [])})
     start = time.perf_counter()
-    outcomes = _run_many(slugs, parts=[], quick=quick, seeds=seeds, jobs=jobs,
+    outcomes, report_dir = _run_many(slugs, parts=[], quick=quick, seeds=seeds, jobs=jobs,
                          scheduler=scheduler, out=out, overrides=invocation["set"],
                          command=command, invocation=invocation, dry_run=dry_run,
                          skip_broken=not only)
@@ -474,6 +570,126 @@ def reproduce(
     n_ok = sum(o.passed for o in outcomes)
     _finish(outcomes, quick, f"{n_ok}/{len(outcomes)} papers passed every claim "
                              f"({time.perf_counter() - start:.0f} s)")
+
+
+@app.command()
+def verify(
+    slug: str = typer.Argument(..., help="Method slug with a recorded ledger."),
+    exp: Optional[List[str]] = typer.Option(None, "--exp", help="Recorded part(s) to rerun; "
+                                            "default: the recorded default parts."),
+    jobs: int = JOBS,
+    scheduler: Optional[str] = SCHEDULER,
+    out: Optional[Path] = OUT,
+    dry_run: bool = DRY_RUN,
+) -> None:
+    """Rerun a paper's recorded full parts and compare, claim by claim, with its ledger.
+
+    Exit 0 when every recorded verdict still holds, 1 when any changed (or a claim is new or
+    gone), 2 on usage errors (no ledger, a part that was never recorded).
+    """
+    from icml26.core import ledger
+
+    _check_common(None, jobs)
+    led = ledger.load(slug)
+    if led is None:
+        raise _usage_error(f"{slug!r} has no recorded ledger; record one with "
+                           f"`icml26 run {slug} --record`")
+    recorded = [p["part"] for p in led["parts"]]
+    parts = _split(exp) or [p["part"] for p in led["parts"] if p["default"]]
+    missing = [p for p in parts if p not in recorded]
+    if missing:
+        raise _usage_error(f"--exp {missing[0]}: no recorded part of that name; recorded: "
+                           + ", ".join(recorded))
+    invocation = {"slug": slug, "quick": False, "exp": parts, "seeds": None, "jobs": jobs,
+                  "scheduler": scheduler, "out": str(out) if out else None, "set": {}}
+    command = _command_line("verify", [slug], {"exp": parts, "jobs": jobs if jobs != 1 else None,
+                                               "scheduler": scheduler, "out": out})
+    outcomes, report_dir = _run_many([slug], parts=parts, quick=False, seeds=None, jobs=jobs,
+                                     scheduler=scheduler, out=out, overrides={},
+                                     command=command, invocation=invocation, dry_run=dry_run)
+    if outcomes is None:
+        raise typer.Exit(EXIT_OK)
+    import json
+
+    data = json.loads((report_dir / "results.json").read_text(encoding="utf-8"))
+    rows = ledger.compare(led, data["experiments"][0])
+    table = Table(title=f"{slug}: recorded vs this run", title_justify="left")
+    for col in ("claim", "bar", "recorded", "now", "verdict"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        verdict = _styled(_verdict_text(r["recorded_verdict"]) if r["recorded_verdict"] in
+                          _VERDICT_STYLE else r["recorded_verdict"], " → ",
+                          _verdict_text(r["new_verdict"]) if r["new_verdict"] in _VERDICT_STYLE
+                          else r["new_verdict"])
+        verdict.append("  holds" if r["held"] else "  CHANGED",
+                       style="green" if r["held"] else "bold red")
+        table.add_row(r["id"], r["bar"], ledger._fmt(r["recorded"]), ledger._fmt(r["new"]),
+                      verdict)
+    console.print(table)
+    changed = [r["id"] for r in rows if not r["held"]]
+    if changed:
+        console.print(Text(f"{slug}: {len(changed)} of {len(rows)} recorded verdict(s) changed: "
+                           + "; ".join(changed), style="red"), highlight=False)
+        raise typer.Exit(EXIT_CLAIM_FAILED)
+    console.print(Text(f"{slug}: all {len(rows)} recorded verdicts hold", style="green"),
+                  highlight=False)
+    raise typer.Exit(EXIT_OK)
+
+
+ledger_app = typer.Typer(no_args_is_help=True, help="The ledger of recorded full-run verdicts.")
+app.add_typer(ledger_app, name="ledger")
+
+
+@ledger_app.command("record")
+def ledger_record(
+    directory: Path = typer.Argument(..., help="A full run's report folder (results.json)."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="Comma-separated slugs."),
+) -> None:
+    """Record the full-run verdicts of a finished report in each method's ledger."""
+    from icml26.core import ledger
+
+    try:
+        paths = ledger.record_report(directory, _split(only) or None)
+    except (ledger.LedgerError, ValueError) as exc:
+        raise _usage_error(str(exc))
+    for path in paths:
+        slug = path.parent.name
+        console.print(f"recorded {slug}: {ledger.verdict_text(ledger.load(slug))} in {path}",
+                      highlight=False, soft_wrap=True)
+
+
+@ledger_app.command("check")
+def ledger_check(slugs: Optional[List[str]] = typer.Argument(None, help="Slugs (default all "
+                                                               "with a ledger).")) -> None:
+    """Check each ledger against the code: recorded jobs re-summarized by today's code.
+
+    Exit 1 naming what changed when a ledger is stale (a bar, a claim, a config, the seeds).
+    """
+    from icml26.core import ledger
+    from icml26.core.catalog import method_folders
+
+    names = _split(slugs) or [s for s in method_folders() if ledger.load(s) is not None]
+    stale = 0
+    for slug in names:
+        result = ledger.check(slug)
+        if result["current"]:
+            console.print(Text(f"{slug}: current ({ledger.verdict_text(ledger.load(slug))})",
+                               style="green"), highlight=False)
+            continue
+        stale += 1
+        console.print(Text(f"{slug}: stale", style="bold yellow"), highlight=False)
+        for reason in result["reasons"]:
+            console.print(f"  {reason}", highlight=False)
+    raise typer.Exit(EXIT_CLAIM_FAILED if stale else EXIT_OK)
+
+
+@ledger_app.command("readme")
+def ledger_readme(check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 "
+                                             "when a README's ledger block is out of date.")) -> None:
+    """Regenerate the ledger tables of every method README and of the top-level README."""
+    from icml26.core import ledger
+
+    raise typer.Exit(ledger.main(["readme", "--check"] if check else ["readme"]))
 
 
 @app.command()

@@ -40,9 +40,11 @@ def _claims_part(jobs, config):
         fig, ax = plt.subplots()
         ax.plot([0, 1], [1, 0])
         figures["risk_vs_alpha"] = fig
-    claims = [Claim.at_least("passes", 1.0, 0.5, paper="≥ 0.5"),
-              Claim.at_least("fails", 0.1, 0.5, paper="≥ 0.5"),
-              Claim("unfinished", "mean over 3 seeds", 0.7, "≥ 0.5", True, incomplete=True)]
+    claims = [Claim.at_least("passes", 1.0, 0.5, paper="≥ 0.5").quick(),
+              Claim.at_least("fails", 0.1, 0.5, paper="≥ 0.5").quick(),
+              Claim("unfinished", "mean over 3 seeds", 0.7, "≥ 0.5", True, incomplete=True,
+                    quick_meaningful=True),
+              Claim.at_least("toy scale", 0.2, 0.5, paper="≥ 0.5")]   # a smoke check
     return Result(tables={"per method": table, "raw": raw}, figures=figures, claims=claims)
 
 
@@ -94,10 +96,10 @@ def test_no_nan_cell_in_either_document(report):
 def test_incomplete_is_its_own_verdict_everywhere(report):
     data = json.loads((report / "results.json").read_text())
     verdicts = [c["verdict"] for c in data["experiments"][0]["parts"][0]["claims"]]
-    assert verdicts == ["PASS", "FAIL", "INCOMPLETE"]
+    assert verdicts == ["PASS", "FAIL", "INCOMPLETE", "FAIL"]
     md = (report / "README.md").read_text()
     assert "| unfinished | mean over 3 seeds | 0.7 | ≥ 0.5 | INCOMPLETE |" in md
-    assert "1/3 passed, 1 failed, 1 incomplete" in md
+    assert "quick-scale checks: 1/3 passed, 1 failed, 1 incomplete" in md
     html = (report / "index.html").read_text()
     assert '<tr class="incomplete"><td>unfinished</td>' in html
 
@@ -106,6 +108,16 @@ def test_summary_names_the_claims_that_did_not_pass(report):
     md = (report / "README.md").read_text()
     assert "- toy: fails (FAIL)" in md and "- toy: unfinished (INCOMPLETE)" in md
     assert "- toy: passes" not in md
+    assert "- toy: toy scale" not in md          # a smoke check is not a failure to list
+
+
+def test_quick_claims_without_a_quick_scale_bar_are_smoke_checks(report):
+    md = (report / "README.md").read_text()
+    assert "| toy scale | ≥ 0.5 | 0.2 | ≥ 0.5 | SMOKE (bar not met) |" in md
+    assert "| recorded full run | this quick run |" in md
+    assert "ran end to end (smoke check, numbers at toy scale)" in md
+    html = (report / "index.html").read_text()
+    assert '<tr class="smoke"><td>toy scale</td>' in html
 
 
 def test_quick_caveat_in_both_documents(report):

@@ -217,7 +217,7 @@ def test_incomplete_claim_renders_distinctly_and_exits_1(example, tmp_path, monk
         result = original(jobs, config)
         return Result(tables=result.tables, figures=result.figures, notes=result.notes,
                       claims=result.claims + [Claim("unfinished", "-", 0.5, "≥ 0", True,
-                                                    incomplete=True)])
+                                                    incomplete=True, quick_meaningful=True)])
 
     monkeypatch.setattr(EXPERIMENT.parts[0], "summarize", with_incomplete)
     result = runner.invoke(app, ["run", "example", "--quick", "--out", str(tmp_path)],

@@ -111,8 +111,20 @@ def describe(experiment) -> dict:
                        "description": p.description} for p in experiment.parts]}
 
 
-def _import_entry(slug: str, package: str = "icml26") -> dict:
-    """Import one method and describe it (or record its import error)."""
+def _ledger_status(slug: str, root: Path) -> dict:
+    """The ledger's hash and whether it still matches the code (:func:`icml26.core.ledger.check`)."""
+    from . import ledger
+
+    digest = ledger.ledger_hash(slug, root)
+    if digest is None:
+        return {"hash": None, "current": None, "reasons": []}
+    result = ledger.check(slug, root)
+    return {"hash": digest, "current": result["current"], "reasons": result["reasons"]}
+
+
+def _import_entry(slug: str, package: str = "icml26", root: Path | None = None) -> dict:
+    """Import one method and describe it (or record its import error), with the status of
+    its ledger of full-run verdicts."""
     from .experiment import discover, discovery_errors
 
     found = discover(package, only=[slug])
@@ -121,7 +133,21 @@ def _import_entry(slug: str, package: str = "icml26") -> dict:
         return {"slug": slug, "error": errors[slug].strip().splitlines()[-1]}
     if slug not in found:
         return {"slug": slug, "error": "experiment.py registers no Experiment with this slug"}
-    return describe(found[slug])
+    entry = describe(found[slug])
+    if package == "icml26":
+        entry["ledger"] = _ledger_status(slug, package_root() if root is None else root)
+    return entry
+
+
+def _ledger_digest(slug: str, root: Path) -> str | None:
+    from .ledger import ledger_hash
+
+    return ledger_hash(slug, root)
+
+
+def _matches(entry: dict | None, digest: str, ledger_digest: str | None) -> bool:
+    return (entry is not None and entry.get("hash") == digest
+            and (entry.get("ledger") or {}).get("hash") == ledger_digest)
 
 
 def _cache_dir() -> Path:
@@ -161,7 +187,7 @@ def stale_folders(root: Path | None = None, path: Path | None = None) -> list[st
     root = package_root() if root is None else Path(root)
     shipped = load_shipped(path)
     stale = [s for s in method_folders(root)
-             if shipped.get(s, {}).get("hash") != folder_hash(root / s)]
+             if not _matches(shipped.get(s), folder_hash(root / s), _ledger_digest(s, root))]
     return stale + sorted(set(shipped) - set(method_folders(root)))
 
 
@@ -179,18 +205,21 @@ def catalogue(root: Path | None = None, *, path: Path | None = None,
     out = {}
     for slug in method_folders(root):
         digest = folder_hash(root / slug)
+        led = _ledger_digest(slug, root) if package == "icml26" else None
         entry = shipped.get(slug)
-        if entry is not None and entry.get("hash") == digest:
+        if entry is not None and entry.get("hash") == digest and (
+                package != "icml26" or _matches(entry, digest, led)):
             out[slug] = dict(entry, source="catalogue")
             continue
-        cached = _cached(slug, digest) if use_cache else None
+        key = digest if led is None else hashlib.sha256((digest + led).encode()).hexdigest()
+        cached = _cached(slug, key) if use_cache else None
         if cached is not None:
-            out[slug] = dict(cached, source="cache")
+            out[slug] = dict(cached, hash=digest, source="cache")
             continue
-        entry = dict(_import_entry(slug, package), hash=digest)
+        entry = dict(_import_entry(slug, package, root), hash=key)
         if "error" not in entry and use_cache:
             _store(entry)
-        out[slug] = dict(entry, source="import")
+        out[slug] = dict(entry, hash=digest, source="import")
     return out
 
 
@@ -203,7 +232,7 @@ def build(root: Path | None = None) -> tuple[dict, dict]:
     root = package_root() if root is None else Path(root)
     methods, errors = [], {}
     for slug in method_folders(root):
-        entry = _import_entry(slug)
+        entry = _import_entry(slug, root=root)
         if "error" in entry:
             errors[slug] = entry["error"]
         else:

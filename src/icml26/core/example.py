@@ -64,10 +64,13 @@ def summarize(jobs: list, config: RateConfig) -> Result:
     ax.set_xlabel("n")
     ax.set_ylabel("mean |error|")
     ax.legend()
-    claims = [Claim.between("log-log slope of error in n", slope, -0.6, -0.4, paper="-0.5")]
+    # The slope is a property of the sample mean at any size, so the bar holds at quick scale
+    # too (.quick()); a claim that needs the full config stays a smoke check in quick runs.
+    claims = [Claim.between("log-log slope of error in n", slope, -0.6, -0.4,
+                            paper="-0.5").quick()]
     if config.include_failing_claim:
         claims.append(Claim.at_most("error at the largest n", float(by_n.values[-1]), 0.0,
-                                    paper="0 (impossible on purpose)"))
+                                    paper="0 (impossible on purpose)").quick())
     return Result(tables={"error by n": summary_table(records, "n", ["mean_abs_error"])},
                   figures={"error vs n": fig}, claims=claims,
                   notes=[f"fitted slope {slope:.3f}"])

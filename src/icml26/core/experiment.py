@@ -112,6 +112,11 @@ class Claim:
         The claim's measurement is not finished (for example a mean over three seeds of
         which one has run). An incomplete claim never passes; its verdict reads
         "INCOMPLETE", not "FAIL".
+    quick_meaningful : bool, optional
+        Whether the bar means something at quick (toy) scale too: an exact property check,
+        a guarantee that holds at any size. Default False: in a quick run the claim is shown
+        as a smoke check ("SMOKE": it ran end to end, numbers at toy scale), not as PASS or
+        FAIL. Its measured verdict is still recorded, and exit codes do not change.
     """
 
     name: str
@@ -121,6 +126,7 @@ class Claim:
     passed: bool
     note: str = ""
     incomplete: bool = False
+    quick_meaningful: bool = False
 
     def __post_init__(self) -> None:
         self.incomplete = bool(self.incomplete)
@@ -136,6 +142,20 @@ class Claim:
     def verdict(self) -> str:
         """``"PASS"``, ``"FAIL"`` or ``"INCOMPLETE"``."""
         return "INCOMPLETE" if self.incomplete else ("PASS" if self.passed else "FAIL")
+
+    def shown_verdict(self, quick: bool) -> str:
+        """What a run shows: :attr:`verdict`, or ``"SMOKE"`` for a quick run of a claim whose
+        bar is not meaningful at quick scale (see ``quick_meaningful``)."""
+        return "SMOKE" if quick and not self.quick_meaningful else self.verdict
+
+    def quick(self, meaningful: bool = True) -> "Claim":
+        """Declare whether this claim's bar is meaningful at quick scale; returns ``self``.
+
+        >>> Claim.at_most("round-trip error", 1e-9, 1e-6).quick().quick_meaningful
+        True
+        """
+        self.quick_meaningful = bool(meaningful)
+        return self
 
     # -- constructors for the common bar shapes --------------------------------------
     @classmethod
@@ -175,6 +195,8 @@ class JobResult:
     metrics: dict | None
     seconds: float
     error: str | None = None  # the traceback, when the job raised
+    cpu_seconds: float | None = None  # CPU time of the job's process (all its threads)
+    warnings: list = field(default_factory=list)  # [{"category", "message", "count"}]
 
     @property
     def ok(self) -> bool:
@@ -282,6 +304,10 @@ class Experiment:
         The paper's headline claims in words (shown by ``icml26 list``).
     reference : str
         Citation of the paper.
+    headline : str, optional
+        The name (or the start of the name) of the measured claim that carries the paper's
+        headline, as ``"part/claim name"`` or a claim name; ``icml26 list --long`` shows its
+        recorded value against its bar. Default: the first claim of the first default part.
     """
 
     slug: str
@@ -289,6 +315,7 @@ class Experiment:
     parts: list
     claims: list = field(default_factory=list)
     reference: str = ""
+    headline: str = ""
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.parts]

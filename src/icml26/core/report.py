@@ -39,6 +39,7 @@ def jsonable(obj):
     return convert(obj)
 
 __all__ = ["write_report", "render_report", "outcome_to_dict", "versions", "machine",
+           "recorded_verdicts",
            "atomic_write_text", "prepare_out_dir", "default_out_dir", "claim_counts",
            "QUICK_CAVEAT"]
 
@@ -191,11 +192,15 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
             "figures": figures,
             "notes": list(p.result.notes),
             "summarize_error": p.summarize_error,
+            "cpu_seconds": p.cpu_seconds,
+            "warnings": p.warnings,
             "jobs": [{"seed": j.seed, "task": jsonable(j.task), "seconds": j.seconds,
-                      "metrics": j.metrics, "error": j.error} for j in p.jobs],
+                      "cpu_seconds": j.cpu_seconds, "metrics": j.metrics, "error": j.error}
+                     for j in p.jobs],
         })
     return {"slug": outcome.slug, "title": outcome.title, "quick": outcome.quick,
-            "seconds": outcome.seconds, "passed": outcome.passed, "parts": parts}
+            "seconds": outcome.seconds, "cpu_seconds": outcome.cpu_seconds,
+            "passed": outcome.passed, "parts": parts}
 
 
 def _listed_figures(out_dir: Path) -> set[str]:
@@ -230,17 +235,46 @@ def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
     out_dir = prepare_out_dir(out_dir)
     with _staged_report(out_dir) as stage:
         experiments = [outcome_to_dict(o, stage) for o in outcomes]
+        from .ledger import git_provenance
+
         data = {
             "created": _dt.datetime.now().isoformat(timespec="seconds"),
             "command": command,
             "invocation": jsonable(invocation or {}),
+            **git_provenance(),
             "versions": versions(),
             "machine": machine(),
+            "recorded": recorded_verdicts([o.slug for o in outcomes]),
             "experiments": experiments,
         }
         atomic_write_text(stage / "results.json", json.dumps(data, indent=1, allow_nan=False))
         render_report(stage)
     return out_dir
+
+
+def recorded_verdicts(slugs: Sequence[str]) -> dict:
+    """Each method's recorded full-run verdict (from its ledger), for a report to lead with.
+
+    ``{slug: {"verdict": "18/18 pass", "date": "2026-12-03", "current": True/False/None,
+    "reasons": [...]}}``; ``current`` comes from the catalogue's check of the ledger against
+    the code (None where it is unknown).
+    """
+    from . import ledger as ledger_module
+    from .catalog import catalogue
+
+    try:
+        entries = catalogue()
+    except Exception:  # noqa: BLE001 - a report never fails for want of the catalogue
+        entries = {}
+    out = {}
+    for slug in slugs:
+        led = ledger_module.load(slug)
+        check = (entries.get(slug) or {}).get("ledger") or {}
+        out[slug] = {"verdict": ledger_module.verdict_text(led),
+                     "date": ledger_module.recorded_date(led) if led else None,
+                     "current": check.get("current") if led else None,
+                     "reasons": check.get("reasons", [])[:3] if led else []}
+    return out
 
 
 _REPORT_FILES = ("results.json", "README.md", "index.html")
@@ -334,6 +368,40 @@ def _verdict_of(claim: dict) -> str:
     return "PASS" if claim.get("passed") else "FAIL"
 
 
+def _shown(claim: dict, quick: bool) -> str:
+    """The verdict a report shows: SMOKE for a quick run's claim whose bar is not meaningful
+    at quick scale (``quick_meaningful`` false), else the measured verdict."""
+    if quick and not claim.get("quick_meaningful", False):
+        return "SMOKE"
+    return _verdict_of(claim)
+
+
+def _quick_text(e: dict) -> tuple[str, str]:
+    """(text, css class) of a quick run's cell: ran end to end, plus its quick-scale checks."""
+    parts = e["parts"]
+    if any(_failed_jobs(p) or p.get("summarize_error") for p in parts):
+        return "a job or summarize failed", "fail"
+    checks = [c for c in _claims(e) if c.get("quick_meaningful")]
+    text = "ran end to end (smoke check, numbers at toy scale)"
+    if not checks:
+        return text, "smoke"
+    n = claim_counts(checks)
+    text += f"; quick-scale checks: {_counts_text(checks)}"
+    return text, ("fail" if n["FAIL"] else "incomplete" if n["INCOMPLETE"] else "smoke")
+
+
+def _recorded_text(data: dict, slug: str) -> str:
+    rec = (data.get("recorded") or {}).get(slug)
+    if not rec:
+        return "not recorded"
+    text = rec["verdict"]
+    if rec.get("date"):
+        text += f" ({rec['date']})"
+    if rec.get("current") is False:
+        text += " — stale: the code changed since"
+    return text
+
+
 def claim_counts(claims: Sequence[dict]) -> dict:
     """``{"PASS": n, "FAIL": n, "INCOMPLETE": n}`` over claim dicts."""
     counts = {"PASS": 0, "FAIL": 0, "INCOMPLETE": 0}
@@ -413,17 +481,30 @@ def _run_lines(data: dict) -> list[tuple[str, str]]:
 
 
 def _failed_names(data: dict) -> list[tuple[str, str, str]]:
-    """(slug, claim name, verdict) of every claim that did not pass."""
-    return [(e["slug"], c["name"], _verdict_of(c)) for e in data["experiments"]
-            for c in _claims(e) if _verdict_of(c) != "PASS"]
+    """(slug, claim name, verdict) of every claim shown as FAIL or INCOMPLETE (a quick run's
+    smoke checks are not listed)."""
+    return [(e["slug"], c["name"], _shown(c, e["quick"])) for e in data["experiments"]
+            for c in _claims(e) if _shown(c, e["quick"]) in ("FAIL", "INCOMPLETE")]
 
 
 def _any_quick(data: dict) -> bool:
     return any(e["quick"] for e in data["experiments"])
 
 
-def _claim_rows(p: dict) -> list:
-    return [[c["name"], c["paper"], _measured(c), c["bar"], _verdict_of(c)] for c in p["claims"]]
+def _claim_rows(p: dict, quick: bool = False) -> list:
+    return [[c["name"], c["paper"], _measured(c), c["bar"], _shown_cell(c, quick)]
+            for c in p["claims"]]
+
+
+def _shown_cell(c: dict, quick: bool) -> str:
+    shown = _shown(c, quick)
+    if shown == "SMOKE":
+        return "SMOKE (bar met)" if _verdict_of(c) == "PASS" else "SMOKE (bar not met)"
+    return shown
+
+
+def _warning_lines(p: dict) -> list[str]:
+    return [f"{w['category']} ×{w['count']}: {w['message']}" for w in p.get("warnings") or []]
 
 
 _CLAIM_COLUMNS = ["claim", "paper", "measured", "bar", "verdict"]
@@ -436,6 +517,11 @@ def figure_caption(name: str, slug: str, part: str) -> str:
     if words:
         words = words[0].upper() + words[1:]
     return f"{words} ({slug}, part {part})"
+
+
+def _cpu_text(d: dict) -> str:
+    cpu = d.get("cpu_seconds")
+    return f" ({cpu:.1f} CPU-s)" if isinstance(cpu, (int, float)) else ""
 
 
 # -- Markdown --------------------------------------------------------------------------
@@ -455,10 +541,17 @@ def _markdown(data: dict) -> str:
            ""]
     if _any_quick(data):
         out += [f"> **{QUICK_CAVEAT}**", ""]
-    out += ["| paper | mode | claims | verdict | time (s) |", "|---|---|---|---|---|"]
-    for e in data["experiments"]:
-        out.append(f"| [{e['slug']}](#{e['slug']}) | {_mode(e)} | {_counts_text(_claims(e))} "
-                   f"| {_experiment_verdict(e)} | {e['seconds']:.1f} |")
+        out += ["| paper | recorded full run | this quick run | time (s) |", "|---|---|---|---|"]
+        for e in data["experiments"]:
+            out.append(f"| [{e['slug']}](#{e['slug']}) | {_recorded_text(data, e['slug'])} | "
+                       f"{_quick_text(e)[0] if e['quick'] else _counts_text(_claims(e))} | "
+                       f"{e['seconds']:.1f} |")
+    else:
+        out += ["| paper | mode | claims | verdict | time (s) |", "|---|---|---|---|---|"]
+        for e in data["experiments"]:
+            out.append(f"| [{e['slug']}](#{e['slug']}) | {_mode(e)} | "
+                       f"{_counts_text(_claims(e))} | {_experiment_verdict(e)} | "
+                       f"{e['seconds']:.1f} |")
     failed = _failed_names(data)
     if failed:
         out += ["", "Claims that did not pass:", ""]
@@ -468,13 +561,20 @@ def _markdown(data: dict) -> str:
             for label, text in _run_lines(data)]
     for e in data["experiments"]:
         out += ["", f"<a id=\"{e['slug']}\"></a>", "", f"## {e['slug']}: {e['title']}", "",
-                f"Mode: {_mode(e)} · wall time {e['seconds']:.1f} s · claims "
-                f"{_counts_text(_claims(e))}", ""]
+                f"Mode: {_mode(e)} · wall time {e['seconds']:.1f} s"
+                + _cpu_text(e) + " · claims "
+                + (_quick_text(e)[0] if e["quick"] else _counts_text(_claims(e))), ""]
+        if e["quick"]:
+            out += [f"Recorded full run: {_recorded_text(data, e['slug'])}", ""]
         for p in e["parts"]:
             out += [f"### {p['part']}", "",
-                    f"Seeds {p['seeds']} · {p['seconds']:.1f} s of compute", ""]
+                    f"Seeds {p['seeds']} · {p['seconds']:.1f} s of compute" + _cpu_text(p), ""]
             if p["claims"]:
-                out += [_md_table(_CLAIM_COLUMNS, _claim_rows(p)), ""]
+                out += [_md_table(_CLAIM_COLUMNS, _claim_rows(p, e["quick"])), ""]
+            warned = _warning_lines(p)
+            if warned:
+                out += [f"Warnings collected in this part ({len(warned)} distinct):", ""]
+                out += [f"- `{w}`" for w in warned] + [""]
             for name, t in p["tables"].items():
                 out += [f"**{name}**", "", _md_table(t["columns"], t["rows"]), ""]
             for name, fname in p["figures"].items():
@@ -504,6 +604,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;
 text-align:left;font-size:.92em;vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .pass{background:#dff5e1}.fail{background:#fbe0e0}.incomplete{background:#fff3cd}
+.smoke{background:#eef3fb}
 .caveat{border:2px solid #d9a400;background:#fff8e1;padding:.6em 1em;margin:1em 0}
 img{max-width:100%;border:1px solid #eee}figure{margin:1em 0}figcaption{font-size:.9em;color:#444}
 blockquote{border-left:4px solid #999;margin:.5em 0;padding:.2em .8em;background:#fafafa}
@@ -529,7 +630,8 @@ _NUM_TD = "<td class='num'>"
 
 
 def _css_class(verdict: str) -> str:
-    return {"PASS": "pass", "FAIL": "fail", "INCOMPLETE": "incomplete"}.get(verdict, "fail")
+    return {"PASS": "pass", "FAIL": "fail", "INCOMPLETE": "incomplete",
+            "SMOKE": "smoke"}.get(verdict, "fail")
 
 
 def _html_table(columns, rows, row_classes=None) -> str:
@@ -560,18 +662,27 @@ def _html(data: dict, out_dir: Path) -> str:
              f"<p>Created {esc(data['created'])}"
              + (f" by <code>{esc(data['command'])}</code>" if data.get("command") else "")
              + "</p>"]
+    rows, classes = [], []
     if _any_quick(data):
         parts.append(f"<p class='caveat'><strong>{esc(QUICK_CAVEAT)}</strong></p>")
-    rows, classes = [], []
-    for e in data["experiments"]:
-        verdict = _experiment_verdict(e)
-        rows.append([f"<a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>", _mode(e),
-                     esc(_counts_text(_claims(e))), verdict, f"{e['seconds']:.1f}"])
-        classes.append(_css_class(verdict))
-    head = "".join(f"<th>{c}</th>" for c in ("paper", "mode", "claims", "verdict", "time (s)"))
+        columns = ("paper", "recorded full run", "this quick run", "time (s)")
+        for e in data["experiments"]:
+            text, cls = _quick_text(e) if e["quick"] else (_counts_text(_claims(e)),
+                                                           _css_class(_experiment_verdict(e)))
+            rows.append([f"<a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>",
+                         esc(_recorded_text(data, e["slug"])), esc(text), f"{e['seconds']:.1f}"])
+            classes.append(cls)
+    else:
+        columns = ("paper", "mode", "claims", "verdict", "time (s)")
+        for e in data["experiments"]:
+            verdict = _experiment_verdict(e)
+            rows.append([f"<a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>", _mode(e),
+                         esc(_counts_text(_claims(e))), verdict, f"{e['seconds']:.1f}"])
+            classes.append(_css_class(verdict))
+    head = "".join(f"<th>{c}</th>" for c in columns)
     body = "".join(f"<tr class='{cls}'>" + "".join(
-        (_NUM_TD if k == 4 else "<td>") + f"{v}</td>" for k, v in enumerate(row)) + "</tr>"
-        for row, cls in zip(rows, classes))
+        (_NUM_TD if k == len(columns) - 1 else "<td>") + f"{v}</td>" for k, v in enumerate(row))
+        + "</tr>" for row, cls in zip(rows, classes))
     parts.append(f"<div class='scroll'><table><thead><tr>{head}</tr></thead>"
                  f"<tbody>{body}</tbody></table></div>")
     failed = _failed_names(data)
@@ -585,15 +696,26 @@ def _html(data: dict, out_dir: Path) -> str:
         for label, text in _run_lines(data)) + "</dl>")
     n_fig = 0
     for e in data["experiments"]:
+        claims_text = _quick_text(e)[0] if e["quick"] else _counts_text(_claims(e))
         parts.append(f"<h2 id='{_anchor(e['slug'])}'>{esc(e['slug'])}: {esc(e['title'])}</h2>"
-                     f"<p>Mode: {_mode(e)} · wall time {e['seconds']:.1f} s · claims "
-                     f"{esc(_counts_text(_claims(e)))}</p>")
+                     f"<p>Mode: {_mode(e)} · wall time {e['seconds']:.1f} s{_cpu_text(e)} · "
+                     f"claims {esc(claims_text)}</p>")
+        if e["quick"]:
+            parts.append(f"<p>Recorded full run: {esc(_recorded_text(data, e['slug']))}</p>")
         for p in e["parts"]:
             parts.append(f"<h3 id='{_anchor(e['slug'], p['part'])}'>{esc(p['part'])}</h3>"
-                         f"<p>Seeds {esc(str(p['seeds']))} · {p['seconds']:.1f} s of compute</p>")
+                         f"<p>Seeds {esc(str(p['seeds']))} · {p['seconds']:.1f} s of compute"
+                         f"{_cpu_text(p)}</p>")
             if p["claims"]:
-                parts.append(_html_table(_CLAIM_COLUMNS, _claim_rows(p),
-                                         [_css_class(_verdict_of(c)) for c in p["claims"]]))
+                parts.append(_html_table(_CLAIM_COLUMNS, _claim_rows(p, e["quick"]),
+                                         [_css_class(_shown(c, e["quick"]))
+                                          for c in p["claims"]]))
+            warned = _warning_lines(p)
+            if warned:
+                parts.append(f"<details><summary>{len(warned)} distinct warning(s) collected in "
+                             f"this part</summary><ul>" + "".join(
+                                 f"<li><code>{esc(w)}</code></li>" for w in warned)
+                             + "</ul></details>")
             for name, t in p["tables"].items():
                 parts.append(f"<h4>{esc(name)}</h4>" + _html_table(t["columns"], t["rows"]))
             for name, fname in p["figures"].items():

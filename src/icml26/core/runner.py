@@ -29,6 +29,7 @@ from typing import Any, Sequence
 from .experiment import Claim, ConfigError, Experiment, JobResult, Part, Result, apply_overrides, jsonable
 
 __all__ = ["PartOutcome", "ExperimentOutcome", "expand_jobs", "run_job", "run_part",
+           "collect_warnings", "merge_warnings",
            "run_experiment", "resolve_seeds", "plan_experiment", "count_jobs",
            "check_scheduler"]
 
@@ -44,6 +45,13 @@ class PartOutcome:
     result: Result
     seconds: float
     summarize_error: str | None = None
+    cpu_seconds: float | None = None  # the jobs' CPU seconds plus summarize's
+    summarize_warnings: list = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list:
+        """Every warning of the part's jobs and summarize, merged (most frequent first)."""
+        return merge_warnings([j.warnings for j in self.jobs] + [self.summarize_warnings])
 
     @property
     def failed_jobs(self) -> list:
@@ -71,6 +79,11 @@ class ExperimentOutcome:
     quick: bool
     parts: list = field(default_factory=list)
     seconds: float = 0.0
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds of every job and summarize (all worker processes together)."""
+        return sum(p.cpu_seconds or 0.0 for p in self.parts)
 
     @property
     def passed(self) -> bool:
@@ -120,21 +133,64 @@ def _limited_threads(n: int):
             torch.set_num_threads(torch_threads)
 
 
+def _tally(caught) -> list[dict]:
+    """Warnings caught by ``catch_warnings(record=True)``, one entry per distinct message."""
+    counts: dict = {}
+    for w in caught:
+        key = (w.category.__name__, str(w.message).strip())
+        counts[key] = counts.get(key, 0) + 1
+    return [{"category": c, "message": m, "count": n} for (c, m), n in counts.items()]
+
+
+def merge_warnings(lists) -> list[dict]:
+    """Merge :func:`_tally` lists (e.g. of a part's jobs), most frequent first."""
+    counts: dict = {}
+    for entries in lists:
+        for w in entries or []:
+            key = (w["category"], w["message"])
+            counts[key] = counts.get(key, 0) + int(w["count"])
+    return [{"category": c, "message": m, "count": n}
+            for (c, m), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+@contextlib.contextmanager
+def collect_warnings():
+    """Record every warning raised inside the block into the yielded list (not printed).
+
+    A run's library warnings that are expected at toy scale (a rank-deficient covariance, few
+    tokens for a hidden size) are collected once per part in the report instead of being
+    printed once per job.
+    """
+    import warnings
+
+    collected: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield collected
+        finally:
+            collected.extend(_tally(caught))
+
+
 def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1) -> JobResult:
-    """Run one job, capturing its metrics or its traceback (never raises)."""
-    start = time.perf_counter()
-    try:
-        with _limited_threads(threads):
-            if task is None:
-                metrics = run_fn(config, seed)
-            else:
-                metrics = run_fn(config, seed, task)
-        if not isinstance(metrics, dict):
-            raise TypeError(f"run() must return a dict of metrics, got {type(metrics).__name__}")
-        return JobResult(part_name, seed, task, jsonable(metrics), time.perf_counter() - start)
-    except Exception:  # noqa: BLE001 - a failing job is reported, the run goes on
-        return JobResult(part_name, seed, task, None, time.perf_counter() - start,
-                         error=traceback.format_exc())
+    """Run one job, capturing its metrics or its traceback (never raises), its wall and CPU
+    seconds and the warnings it raised."""
+    start, cpu = time.perf_counter(), time.process_time()
+    with collect_warnings() as caught:
+        try:
+            with _limited_threads(threads):
+                if task is None:
+                    metrics = run_fn(config, seed)
+                else:
+                    metrics = run_fn(config, seed, task)
+            if not isinstance(metrics, dict):
+                raise TypeError(f"run() must return a dict of metrics, got "
+                                f"{type(metrics).__name__}")
+            metrics, error = jsonable(metrics), None
+        except Exception:  # noqa: BLE001 - a failing job is reported, the run goes on
+            metrics, error = None, traceback.format_exc()
+    return JobResult(part_name, seed, task, metrics, time.perf_counter() - start, error=error,
+                     cpu_seconds=time.process_time() - cpu, warnings=caught)
 
 
 def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int,
@@ -306,11 +362,15 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
     outcome = ExperimentOutcome(experiment.slug, experiment.title, quick)
     for part, cfg, sd in plan:
         mine = [r for r in results if r.part == part.name]
-        t0 = time.perf_counter()
-        result, err = _summarize(part, mine, cfg)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with collect_warnings() as caught:
+            result, err = _summarize(part, mine, cfg)
         job_time = sum(r.seconds for r in mine)
+        job_cpu = sum(r.cpu_seconds or 0.0 for r in mine)
         outcome.parts.append(PartOutcome(part.name, cfg, sd, mine, result,
-                                         job_time + time.perf_counter() - t0, err))
+                                         job_time + time.perf_counter() - t0, err,
+                                         cpu_seconds=job_cpu + time.process_time() - c0,
+                                         summarize_warnings=caught))
     outcome.seconds = time.perf_counter() - start
     return outcome
 

@@ -1,0 +1,600 @@
+"""The ledger of full-run verdicts: what each paper's full run measured, written by the run.
+
+One pair of files per method folder, written by ``icml26 run SLUG --record`` (or
+``icml26 ledger record REPORT_DIR`` from a finished full run's report), never by hand:
+
+* ``src/icml26/<slug>/verdicts.json``: per part, every claim (id ``part/name``, the paper's
+  value, measured value, bar, verdict, note), the seeds and the config, and the run that
+  produced it (the command, the commit and whether the method folder had uncommitted
+  changes, the date, wall and CPU seconds, the machine, package versions);
+* ``src/icml26/<slug>/verdicts-jobs.json.gz``: every job's raw metrics.
+
+The raw metrics make the ledger checkable without rerunning anything: :func:`check`
+rebuilds each part's claims by calling its current ``summarize`` on the recorded jobs and
+compares names, bars, measured values and verdicts with what was recorded. A changed bar, a
+claim that is gone or new, a changed default config or seed list, or a summary that now
+computes something else makes the entry *stale*; ``icml26 list`` says so, and
+``tests/core/test_core_ledger.py`` fails until the part is run and recorded again.
+
+Method READMEs and the top-level README show the ledger in blocks between
+``<!-- ledger:begin -->`` and ``<!-- ledger:end -->`` that ``python -m icml26.core.ledger
+readme`` writes (``--check`` exits 1 when one is out of date; a test runs it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import io
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["LEDGER_FILE", "JOBS_FILE", "ledger_path", "load", "load_jobs", "ledger_hash",
+           "record_report", "record_data", "check", "counts", "verdict_text", "headline_claim",
+           "compare", "readme_block", "update_readmes", "git_provenance"]
+
+LEDGER_FILE = "verdicts.json"
+JOBS_FILE = "verdicts-jobs.json.gz"
+BEGIN = "<!-- ledger:begin"
+END = "<!-- ledger:end -->"
+_ABOUT = ("Written by `icml26 run <slug> --record` (or `icml26 ledger record DIR`) from a full "
+          "run; checked by `icml26 list` and the tests; do not edit by hand.")
+
+
+class LedgerError(ValueError):
+    """A report that cannot be recorded (quick, with --set, ...), or a ledger that is broken."""
+
+
+def _root(root: Path | None) -> Path:
+    from .catalog import package_root
+
+    return package_root() if root is None else Path(root)
+
+
+def ledger_path(slug: str, root: Path | None = None) -> Path:
+    """``<package>/<slug>/verdicts.json``."""
+    return _root(root) / slug / LEDGER_FILE
+
+
+def load(slug: str, root: Path | None = None) -> dict | None:
+    """The recorded ledger of ``slug`` (None when it has none or it does not parse)."""
+    try:
+        data = json.loads(ledger_path(slug, root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("parts") else None
+
+
+def load_jobs(slug: str, root: Path | None = None) -> dict:
+    """The recorded jobs of ``slug`` by part name (empty when there are none)."""
+    path = _root(root) / slug / JOBS_FILE
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError, EOFError):
+        return {}
+
+
+def ledger_hash(slug: str, root: Path | None = None) -> str | None:
+    """SHA-256 of the two ledger files (None when there is no ledger)."""
+    folder = _root(root) / slug
+    if not (folder / LEDGER_FILE).is_file():
+        return None
+    digest = hashlib.sha256()
+    for name in (LEDGER_FILE, JOBS_FILE):
+        path = folder / name
+        digest.update(name.encode() + b"\0")
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# -- provenance -------------------------------------------------------------------------
+
+def git_provenance(paths: Sequence[str | Path] = ()) -> dict:
+    """``{"commit", "dirty"}`` of the checkout the package runs from (``None`` outside git).
+
+    ``dirty`` lists the files under ``paths`` (default: the whole package) that differ from
+    the commit, so a run made with uncommitted changes to its method says so.
+    """
+    src = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--", *map(str, paths or [src])],
+                                cwd=src, capture_output=True, text=True, timeout=10,
+                                check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    dirty = sorted(line[3:].strip() for line in status.splitlines() if line.strip())
+    return {"commit": commit or None, "dirty": dirty}
+
+
+# -- recording --------------------------------------------------------------------------
+
+def _claim_entry(part: str, claim: dict) -> dict:
+    return {"id": f"{part}/{claim['name']}", "name": claim["name"], "paper": claim["paper"],
+            "measured": claim["measured"], "bar": claim["bar"],
+            "verdict": claim.get("verdict") or ("INCOMPLETE" if claim.get("incomplete")
+                                                else "PASS" if claim.get("passed") else "FAIL"),
+            "note": claim.get("note", "")}
+
+
+def _check_recordable(data: dict, experiment: dict) -> None:
+    inv = data.get("invocation") or {}
+    slug = experiment["slug"]
+    if experiment.get("quick"):
+        raise LedgerError(f"{slug}: a quick run is a smoke check; the ledger records full runs")
+    if inv.get("set"):
+        raise LedgerError(f"{slug}: the run changed its config with --set {inv['set']}; the "
+                          "ledger records the parts' own full configs")
+    if inv.get("seeds") is not None:
+        raise LedgerError(f"{slug}: the run chose --seeds {inv['seeds']}; the ledger records "
+                          "the parts' own seeds")
+    for part in experiment["parts"]:
+        if any(j.get("error") for j in part["jobs"]) or part.get("summarize_error"):
+            raise LedgerError(f"{slug}/{part['part']}: a job or summarize failed; fix it and "
+                              "rerun before recording")
+
+
+def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
+    """Merge the parts of ``slug`` from a report's ``results.json`` data into its ledger.
+
+    Parts in the report replace the same parts in the ledger; other recorded parts stay.
+    Raises :class:`LedgerError` for a quick run, a run with ``--set`` or ``--seeds``, a
+    failed job, or a report without ``slug``.
+    """
+    from .experiment import get_experiment
+    from .report import atomic_write_text
+
+    found = [e for e in data.get("experiments", []) if e.get("slug") == slug]
+    if not found:
+        raise LedgerError(f"the report has no experiment {slug!r}")
+    experiment = found[0]
+    _check_recordable(data, experiment)
+    exp = get_experiment(slug)
+    defaults = {p.name: bool(p.default) for p in exp.parts}
+    mine = (f"src/icml26/{slug}/", "src/icml26/core/")
+    dirty = data.get("dirty")
+    run = {"command": data.get("command", ""), "created": data.get("created"),
+           "commit": data.get("commit"),
+           "dirty": None if dirty is None else [d for d in dirty if d.startswith(mine)
+                                                 and not d.endswith((LEDGER_FILE, JOBS_FILE))],
+           "machine": data.get("machine"), "versions": data.get("versions"),
+           "wall_seconds": experiment.get("seconds"),
+           "cpu_seconds": experiment.get("cpu_seconds")}
+    run_id = hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    old = load(slug, root) or {}
+    parts = {p["part"]: p for p in old.get("parts", [])}
+    runs = dict(old.get("runs", {}))
+    jobs = load_jobs(slug, root)
+    for part in experiment["parts"]:
+        name = part["part"]
+        if name not in defaults:
+            raise LedgerError(f"{slug}: the experiment has no part {name!r} any more")
+        parts[name] = {"part": name, "default": defaults[name], "run": run_id,
+                       "seeds": part["seeds"], "config": part["config"],
+                       "wall_seconds": part.get("seconds"),
+                       "cpu_seconds": part.get("cpu_seconds"),
+                       "claims": [_claim_entry(name, c) for c in part["claims"]],
+                       "tables": part.get("tables", {}), "notes": part.get("notes", [])}
+        jobs[name] = [{k: j.get(k) for k in ("seed", "task", "metrics", "seconds",
+                                             "cpu_seconds")} for j in part["jobs"]]
+    runs[run_id] = run
+    order = [p.name for p in exp.parts]
+    ordered = sorted(parts.values(), key=lambda p: order.index(p["part"])
+                     if p["part"] in order else len(order))
+    used = {p["run"] for p in ordered}
+    ledger = {"about": _ABOUT, "slug": slug, "title": exp.title,
+              "headline": _headline_id(exp, ordered),
+              "runs": {k: v for k, v in runs.items() if k in used}, "parts": ordered}
+    folder = _root(root) / slug
+    atomic_write_text(folder / LEDGER_FILE,
+                      json.dumps(ledger, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:  # same bytes for same jobs
+        gz.write(json.dumps({k: jobs[k] for k in sorted(jobs) if k in parts},
+                            sort_keys=True, allow_nan=True).encode("utf-8"))
+    tmp = folder / f".{JOBS_FILE}.tmp"
+    tmp.write_bytes(buf.getvalue())
+    tmp.replace(folder / JOBS_FILE)
+    return folder / LEDGER_FILE
+
+
+def record_report(report_dir: str | Path, slugs: Sequence[str] | None = None, *,
+                  root: Path | None = None) -> list[Path]:
+    """Record every (or each named) experiment of the report in ``report_dir``."""
+    source = Path(report_dir) / "results.json"
+    if not source.is_file():
+        raise LedgerError(f"{source} not found; expected a report folder written by icml26")
+    data = json.loads(source.read_text(encoding="utf-8"))
+    names = list(slugs) if slugs else [e["slug"] for e in data.get("experiments", [])]
+    return [record_data(data, slug, root=root) for slug in names]
+
+
+def _headline_id(exp, parts: list) -> str | None:
+    ids = [c["id"] for p in parts for c in p["claims"]]
+    if exp.headline:
+        for cid in ids:
+            if cid.startswith(exp.headline) or cid.split("/", 1)[1].startswith(exp.headline):
+                return cid
+    defaults = [c["id"] for p in parts if p["default"] for c in p["claims"]]
+    return (defaults or ids or [None])[0]
+
+
+# -- reading ----------------------------------------------------------------------------
+
+def _claims(ledger: dict, default_only: bool = True) -> list:
+    return [c for p in ledger["parts"] if p["default"] or not default_only for c in p["claims"]]
+
+
+def counts(ledger: dict, default_only: bool = True) -> dict:
+    """``{"PASS", "FAIL", "INCOMPLETE", "total"}`` over the (default parts') claims."""
+    out = {"PASS": 0, "FAIL": 0, "INCOMPLETE": 0}
+    claims = _claims(ledger, default_only)
+    for c in claims:
+        out[c["verdict"]] += 1
+    out["total"] = len(claims)
+    return out
+
+
+def verdict_text(ledger: dict | None, default_only: bool = True) -> str:
+    """``"18/18 pass"``, ``"10/14, 4 not reproduced"``, ``"9/10, 1 incomplete"``, ``"none"``."""
+    if not ledger:
+        return "not recorded"
+    n = counts(ledger, default_only)
+    if not n["total"]:
+        return "no claims"
+    text = f"{n['PASS']}/{n['total']}"
+    if not n["FAIL"] and not n["INCOMPLETE"]:
+        return text + " pass"
+    if n["FAIL"]:
+        text += f", {n['FAIL']} not reproduced"
+    if n["INCOMPLETE"]:
+        text += f", {n['INCOMPLETE']} incomplete"
+    return text
+
+
+def recorded_date(ledger: dict) -> str:
+    """The date of the newest run recorded for the default parts (``YYYY-MM-DD``)."""
+    runs = ledger.get("runs", {})
+    dates = [str(runs.get(p["run"], {}).get("created") or "")[:10] for p in ledger["parts"]
+             if p["default"]] or [""]
+    return max(dates)
+
+
+def headline_claim(ledger: dict) -> dict | None:
+    """The recorded headline claim (see :attr:`Experiment.headline`)."""
+    for c in _claims(ledger, default_only=False):
+        if c["id"] == ledger.get("headline"):
+            return c
+    return None
+
+
+def _seconds(ledger: dict, key: str) -> float | None:
+    values = [p.get(key) for p in ledger["parts"] if p["default"]]
+    return None if any(v is None for v in values) else float(sum(values))
+
+
+def run_seconds(ledger: dict) -> tuple[float | None, float | None]:
+    """(wall, CPU) seconds of the recorded default parts' runs.
+
+    Wall is the sum of each distinct run's wall time (parts recorded together share one);
+    CPU is the sum over the default parts.
+    """
+    runs = ledger.get("runs", {})
+    used = {p["run"] for p in ledger["parts"] if p["default"]}
+    walls = [runs.get(r, {}).get("wall_seconds") for r in used]
+    wall = None if not walls or any(w is None for w in walls) else float(sum(walls))
+    return wall, _seconds(ledger, "cpu_seconds")
+
+
+# -- checking against the current code --------------------------------------------------
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        fa, fb = float(a), float(b)
+        if math.isnan(fa) and math.isnan(fb):
+            return True
+        return math.isclose(fa, fb, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _config_diff(recorded: dict, current: dict) -> list[str]:
+    out = []
+    for key in sorted(set(recorded) | set(current)):
+        if key not in current:
+            out.append(f"config field {key!r} is gone")
+        elif key not in recorded:
+            out.append(f"new config field {key!r} = {current[key]!r}")
+        elif not _same(recorded[key], current[key]):
+            out.append(f"config {key}: {recorded[key]!r} → {current[key]!r}")
+    return out
+
+
+def check(slug: str, root: Path | None = None) -> dict:
+    """Whether ``slug``'s ledger still matches the code: ``{"current", "reasons", "parts"}``.
+
+    For each recorded part: the part exists, its default full config and seeds are the
+    recorded ones, and its current ``summarize`` applied to the recorded jobs gives the same
+    claims (names, bars, measured values, verdicts). Imports the method; runs no job.
+    """
+    from .experiment import ConfigError, JobResult, get_experiment, jsonable
+    from .runner import _summarize, collect_warnings
+
+    ledger = load(slug, root)
+    if ledger is None:
+        return {"current": False, "reasons": ["no ledger recorded"], "parts": []}
+    try:
+        exp = get_experiment(slug)
+    except ConfigError as exc:
+        return {"current": False, "reasons": [f"the method does not import: {exc}"], "parts": []}
+    import matplotlib
+
+    matplotlib.use("Agg")
+    jobs = load_jobs(slug, root)
+    reasons, checked = [], []
+    for lp in ledger["parts"]:
+        name = lp["part"]
+        try:
+            part = exp.part(name)
+        except ConfigError:
+            reasons.append(f"{name}: the part no longer exists")
+            continue
+        config_reasons = _config_diff(lp["config"], jsonable(dataclasses.asdict(part.full)))
+        if config_reasons:
+            reasons += [f"{name}: {r}" for r in config_reasons]
+            continue
+        if list(lp["seeds"]) != list(part.default_seeds(False)):
+            reasons.append(f"{name}: seeds {lp['seeds']} → {part.default_seeds(False)}")
+            continue
+        if name not in jobs:
+            reasons.append(f"{name}: the recorded jobs are missing ({JOBS_FILE})")
+            continue
+        results = [JobResult(name, j["seed"], j["task"], j["metrics"], j.get("seconds") or 0.0,
+                             cpu_seconds=j.get("cpu_seconds")) for j in jobs[name]]
+        with collect_warnings():
+            result, error = _summarize(part, results, part.full)
+        _close(result)
+        if error:
+            reasons.append(f"{name}: summarize raised on the recorded jobs: "
+                           f"{error.strip().splitlines()[-1]}")
+            continue
+        now = {c.name: c for c in result.claims}
+        then = {c["name"]: c for c in lp["claims"]}
+        for cname in then.keys() - now.keys():
+            reasons.append(f"{name}: claim {cname!r} is no longer produced")
+        for cname in now.keys() - then.keys():
+            reasons.append(f"{name}: new claim {cname!r}")
+        for cname in then.keys() & now.keys():
+            old, new = then[cname], now[cname]
+            if old["bar"] != new.bar:
+                reasons.append(f"{name}: {cname!r} bar {old['bar']!r} → {new.bar!r}")
+            elif not _same(old["measured"], jsonable(new.measured)):
+                reasons.append(f"{name}: {cname!r} measured {old['measured']!r} → "
+                               f"{jsonable(new.measured)!r} from the same jobs")
+            elif old["verdict"] != new.verdict:
+                reasons.append(f"{name}: {cname!r} verdict {old['verdict']} → {new.verdict}")
+        checked.append(name)
+    return {"current": not reasons, "reasons": reasons, "parts": checked}
+
+
+def _close(result) -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        for fig in result.figures.values():
+            plt.close(fig)
+
+
+# -- comparing a new run with the ledger (icml26 verify) --------------------------------
+
+def compare(ledger: dict, experiment: dict) -> list[dict]:
+    """Claim by claim: recorded vs new measured value and verdict, and whether it held.
+
+    ``experiment`` is one experiment of a report's ``results.json``. Claims recorded for a
+    part that was not rerun are left out; a recorded claim the new run lacks (or the reverse)
+    is a row with ``held=False``.
+    """
+    rows = []
+    new_parts = {p["part"]: p for p in experiment["parts"]}
+    for lp in ledger["parts"]:
+        np_ = new_parts.get(lp["part"])
+        if np_ is None:
+            continue
+        new = {c["name"]: _claim_entry(lp["part"], c) for c in np_["claims"]}
+        for c in lp["claims"]:
+            n = new.pop(c["name"], None)
+            rows.append({"id": c["id"], "bar": c["bar"], "recorded": c["measured"],
+                         "recorded_verdict": c["verdict"],
+                         "new": None if n is None else n["measured"],
+                         "new_verdict": "missing" if n is None else n["verdict"],
+                         "held": n is not None and n["verdict"] == c["verdict"]
+                         and n["bar"] == c["bar"]})
+        for n in new.values():
+            rows.append({"id": n["id"], "bar": n["bar"], "recorded": None,
+                         "recorded_verdict": "not recorded", "new": n["measured"],
+                         "new_verdict": n["verdict"], "held": False})
+    return rows
+
+
+# -- README blocks -----------------------------------------------------------------------
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "—"
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
+            return f"{value:.3g}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _md(text: Any) -> str:
+    return _fmt(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _run_line(run: dict, wall: float | None, cpu: float | None) -> str:
+    m = run.get("machine") or {}
+    bits = [f"`{run.get('command') or 'icml26 run'}`"]
+    if run.get("commit"):
+        bits.append(f"commit {run['commit'][:10]}" + (" (with uncommitted changes)"
+                                                     if run.get("dirty") else ""))
+    if run.get("created"):
+        bits.append(str(run["created"])[:10])
+    if wall is not None:
+        bits.append(f"{wall:.0f} s wall")
+    if cpu is not None:
+        bits.append(f"{cpu:.0f} CPU-s")
+    if m.get("cpu_count"):
+        load = m.get("load_average")
+        bits.append(f"{m['cpu_count']} cores" + (f", load {load[0]}" if load else ""))
+    return ", ".join(bits)
+
+
+def readme_block(ledger: dict | None, slug: str) -> str:
+    """The generated Markdown block of a method README (between the ledger markers)."""
+    head = (f"{BEGIN} (generated by `python -m icml26.core.ledger readme` from "
+            f"`src/icml26/{slug}/{LEDGER_FILE}`; do not edit) -->")
+    if not ledger:
+        return "\n".join([head, "", "No full run recorded yet: `icml26 run "
+                          f"{slug} --record` records one.", "", END])
+    lines = [head, "", f"**Recorded full run: {verdict_text(ledger)}** (default parts)."]
+    runs = ledger.get("runs", {})
+    ids = list(runs)
+    if len(ids) == 1:
+        run = runs[ids[0]]
+        lines += ["", "Run: " + _run_line(run, run.get("wall_seconds"), run.get("cpu_seconds"))
+                  + "."]
+    else:
+        lines += [""] + [f"- run {i + 1}: " + _run_line(runs[r], runs[r].get("wall_seconds"),
+                                                          runs[r].get("cpu_seconds"))
+                         for i, r in enumerate(ids)]
+    for lp in ledger["parts"]:
+        job_s, cpu_s = lp.get("wall_seconds"), lp.get("cpu_seconds")
+        cost = "" if job_s is None else f"; {job_s:.0f} s of job time"
+        cost += "" if cpu_s is None else f", {cpu_s:.0f} CPU-s"
+        which = "" if len(ids) == 1 else f" (run {ids.index(lp['run']) + 1})"
+        lines += ["", f"*{lp['part']}*" + ("" if lp["default"] else " (opt-in)") + " — seeds "
+                  f"{lp['seeds']}{cost}{which}",
+                  "", "| claim | paper | measured | bar | verdict |", "|---|---|---|---|---|"]
+        lines += [f"| {_md(c['name'])} | {_md(c['paper'])} | {_md(c['measured'])} | "
+                  f"{_md(c['bar'])} | {c['verdict']} |" for c in lp["claims"]]
+        for tname, table in (lp.get("tables") or {}).items():
+            lines += ["", f"<details><summary>{lp['part']} · {_md(tname)} "
+                      f"({len(table['rows'])} rows)</summary>", "",
+                      "| " + " | ".join(_md(c) for c in table["columns"]) + " |",
+                      "|" + "---|" * len(table["columns"])]
+            lines += ["| " + " | ".join(_md(v) for v in row) + " |" for row in table["rows"]]
+            lines += ["", "</details>"]
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def summary_block(root: Path | None = None) -> str:
+    """The generated table of the top-level README: one row per method."""
+    from .catalog import PAPERS, method_folders
+
+    head = (f"{BEGIN} (generated by `python -m icml26.core.ledger readme` from each "
+            f"`src/icml26/<slug>/{LEDGER_FILE}`; do not edit) -->")
+    lines = [head, "", "| slug | recorded full run (default parts) | not reproduced or incomplete "
+             "| recorded | wall s | CPU s |", "|---|---|---|---|---|---|"]
+    slugs = list(PAPERS) + sorted(set(method_folders(_root(root))) - set(PAPERS))
+    for slug in slugs:
+        ledger = load(slug, root)
+        if ledger is None:
+            lines.append(f"| [{slug}](src/icml26/{slug}/README.md) | not recorded | | | | |")
+            continue
+        bad = [f"{c['id']}" + (" (incomplete)" if c["verdict"] == "INCOMPLETE" else "")
+               for c in _claims(ledger) if c["verdict"] != "PASS"]
+        wall, cpu = run_seconds(ledger)
+        lines.append(f"| [{slug}](src/icml26/{slug}/README.md) | {verdict_text(ledger)} | "
+                     f"{_md('; '.join(bad))} | {recorded_date(ledger)} | "
+                     f"{_md(None if wall is None else round(wall))} | "
+                     f"{_md(None if cpu is None else round(cpu))} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+_BLOCK = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
+
+
+def _replace_block(text: str, block: str) -> str | None:
+    if BEGIN not in text:
+        return None
+    return _BLOCK.sub(lambda _: block, text, count=1)
+
+
+def update_readmes(root: Path | None = None, *, check_only: bool = False,
+                   top: Path | None = None) -> tuple[list[Path], list[Path]]:
+    """Rewrite the ledger blocks of every method README (and the top-level README).
+
+    Returns (READMEs that changed or would change, READMEs without a ledger block).
+    With ``check_only`` nothing is written.
+    """
+    from .catalog import method_folders
+    from .report import atomic_write_text
+
+    root = _root(root)
+    changed, missing = [], []
+    targets = [(root / slug / "README.md", readme_block(load(slug, root), slug))
+               for slug in method_folders(root)]
+    top = root.parents[1] / "README.md" if top is None else top
+    if top.is_file():
+        targets.append((top, summary_block(root)))
+    for path, block in targets:
+        if not path.is_file():
+            missing.append(path)
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = _replace_block(text, block)
+        if new is None:
+            missing.append(path)
+            continue
+        if new != text:
+            changed.append(path)
+            if not check_only:
+                atomic_write_text(path, new)
+    return changed, missing
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    usage = "usage: python -m icml26.core.ledger readme [--check]"
+    if not args or args[0] != "readme" or args[1:] not in ([], ["--check"]):
+        print(usage)
+        return 2
+    check_only = args[1:] == ["--check"]
+    changed, missing = update_readmes(check_only=check_only)
+    for path in missing:
+        print(f"no ledger block in {path} (add `{BEGIN} -->` and `{END}` where the table goes)")
+    if check_only:
+        for path in changed:
+            print(f"out of date: {path}")
+        if changed:
+            print("regenerate with: python -m icml26.core.ledger readme")
+        return 1 if changed or missing else 0
+    for path in changed:
+        print(f"wrote {path}")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
