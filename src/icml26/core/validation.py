@@ -145,12 +145,22 @@ def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
 
 
 def check_tensor(tensor: Any, name: str, *, ndim: int | Sequence[int] | None = None,
-                 finite: bool = True):
-    """A torch tensor with the given ndim(s) and (by default) finite values."""
+                 finite: bool = True, floating: bool = False, like=None):
+    """A torch tensor with the given ndim(s) and (by default) finite values.
+
+    ``floating=True`` also requires a real floating dtype (not complex, int or bool);
+    ``like`` (a tensor or a module's parameter) requires that dtype exactly, so a float64
+    input to a float32 module gets a clear error instead of one from deep inside matmul.
+    """
     import torch
 
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if floating and (not tensor.is_floating_point()):
+        raise TypeError(f"{name} must be a real floating-point tensor, got dtype {tensor.dtype}")
+    if like is not None and tensor.dtype != like.dtype:
+        raise TypeError(f"{name} has dtype {tensor.dtype} but the module's parameters are "
+                        f"{like.dtype}; convert one of them (e.g. module.to({tensor.dtype}))")
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if tensor.ndim not in allowed:
