@@ -102,3 +102,70 @@ def test_bad_curvature_raises(c):
 def test_midpoint_on_feature_axis_raises():
     with pytest.raises(ValueError, match="dim must index the point axis"):
         P.einstein_midpoint(torch.zeros(2, 3, 4), dim=-1)
+
+
+# -- the fast Einstein midpoint (#42) against the previous implementation -----------------------
+
+def _old_einstein_midpoint(x, c=1.0, weights=None, dim=-2, mask=None):
+    """The implementation before #42: Klein points built twice, (…, N, D) temporaries."""
+    def sqnorm(t):
+        return (t * t).sum(dim=-1, keepdim=True)
+
+    c = torch.as_tensor(c, dtype=x.dtype)
+    k = 2.0 * x / (1.0 + c * sqnorm(x))
+    ck2 = (c * sqnorm(k)).clamp_max(1.0 - 1e-5)
+    w = (1.0 - ck2).clamp_min(1e-10).rsqrt().squeeze(-1)
+    if weights is not None:
+        w = w * weights.to(w.dtype)
+    if mask is not None:
+        w = w * mask.to(w.dtype)
+    w = w.unsqueeze(-1)
+    m_k = (w * k).sum(dim=dim) / w.sum(dim=dim).clamp_min(1e-15)
+    return m_k / (1.0 + (1.0 - c * sqnorm(m_k)).clamp_min(1e-10).sqrt())
+
+
+@pytest.mark.parametrize("c", [0.5, 1.0, 2.0])
+def test_fast_midpoint_equals_the_previous_implementation_on_fixed_inputs(c):
+    gen = torch.Generator().manual_seed(3)
+    x = P.expmap0(_vectors(n=4 * 300, dim=24, max_norm=3.0).reshape(4, 300, 24), c)
+    weights = torch.rand(4, 300, generator=gen, dtype=torch.float64)
+    mask = torch.rand(4, 300, generator=gen) > 0.3
+    for kwargs in ({}, {"weights": weights}, {"weights": weights, "mask": mask}):
+        assert torch.allclose(P.einstein_midpoint(x, c, **kwargs), _old_einstein_midpoint(x, c, **kwargs),
+                              rtol=0, atol=1e-12)
+    # another point axis: (N, B, D) with dim=0
+    xt = x.transpose(0, 1)
+    assert torch.allclose(P.einstein_midpoint(xt, c, weights=weights.T, dim=0),
+                          _old_einstein_midpoint(xt, c, weights=weights.T, dim=0), atol=1e-12)
+    assert torch.allclose(P.lorentz_factor(x, c), _old_lorentz(x, c), rtol=1e-12)
+
+
+def _old_lorentz(x, c):
+    k = 2.0 * x / (1.0 + c * (x * x).sum(-1, keepdim=True))
+    return (1.0 - (c * (k * k).sum(-1)).clamp_max(1.0 - 1e-5)).clamp_min(1e-10).rsqrt()
+
+
+def test_fast_midpoint_in_float32_is_closer_to_float64_than_before():
+    x64 = P.expmap0(_vectors(n=8 * 512, dim=32, max_norm=3.0).reshape(8, 512, 32), 1.0)
+    x32 = x64.float()
+    truth = P.einstein_midpoint(x64, 1.0)
+    new_error = float((P.einstein_midpoint(x32, 1.0).double() - truth).abs().max())
+    old_error = float((_old_einstein_midpoint(x32, 1.0).double() - truth).abs().max())
+    assert new_error < 1e-6 and new_error <= old_error
+
+
+def test_midpoint_gradient_matches_the_previous_implementation():
+    x = P.expmap0(_vectors(n=2 * 40, dim=6, max_norm=2.5).reshape(2, 40, 6)).requires_grad_()
+    (P.einstein_midpoint(x) ** 2).sum().backward()
+    fast = x.grad.clone()
+    x.grad = None
+    (_old_einstein_midpoint(x) ** 2).sum().backward()
+    assert torch.allclose(fast, x.grad, atol=1e-10)
+
+
+def test_midpoint_rejects_weights_of_the_wrong_shape():
+    x = P.expmap0(_vectors(n=20, dim=4).reshape(2, 10, 4))
+    with pytest.raises(ValueError, match="weights must have shape"):
+        P.einstein_midpoint(x, weights=torch.ones(2, 9, dtype=torch.float64))
+    with pytest.raises(TypeError, match="mask must be a torch.Tensor"):
+        P.einstein_midpoint(x, mask=[[True] * 10] * 2)

@@ -103,12 +103,12 @@ class PoincareOps:
     def lorentz_factor(x: torch.Tensor, c=1.0) -> torch.Tensor:
         """Lorentz factor ``γ = 1/sqrt(1 - c|k|^2)`` of Poincaré points ``x`` (shape ``x.shape[:-1]``).
 
-        ``c|k|^2`` is clamped to ``1 - 1e-5`` first, so ``γ ≤ 316`` and never infinite.
+        ``c|k|^2`` is clamped to ``1 - 1e-5`` first, so ``γ ≤ 316`` and never infinite. Computed as
+        ``(1 + c|x|^2)/(1 - c|x|^2)``, the same value without the float32 cancellation of
+        ``1 - c|k|^2`` near the boundary.
         """
         c_ = _curvature(c, x)
-        k = PoincareOps.to_klein(x, c_)
-        ck2 = (c_ * _sqnorm(k)).clamp_max(1.0 - _KLEIN_MARGIN)
-        return (1.0 - ck2).clamp_min(_KLEIN_FLOOR).rsqrt().squeeze(-1)
+        return _lorentz_from_sqnorm(_sqnorm_fast(x), c_)
 
     @staticmethod
     def einstein_midpoint(x: torch.Tensor, c=1.0, weights: torch.Tensor | None = None,
@@ -134,18 +134,44 @@ class PoincareOps:
         Notes
         -----
         ``m_K = Σ γ_i w_i k_i / Σ γ_i w_i``, returned as ``m_K / (1 + sqrt(1 - c|m_K|^2))``.
+        Every factor is a per-point scalar (``k_i = 2x_i/(1 + c|x_i|^2)``, ``γ_i`` a function of
+        ``|x_i|``), so the sum is one ``einsum`` of those scalars with ``x``: no Klein points or
+        other ``(…, N, D)`` temporaries are built.
         """
         c_ = _curvature(c, x)
         if dim < 0:
             dim = x.ndim + dim
         if dim == x.ndim - 1:
             raise ValueError("dim must index the point axis, not the feature (last) axis")
-        k = PoincareOps.to_klein(x, c_)
-        w = PoincareOps.lorentz_factor(x, c_)
-        if weights is not None:
-            w = w * weights.to(w.dtype)
-        if mask is not None:
-            w = w * mask.to(w.dtype)
-        w = w.unsqueeze(-1)
-        m_k = (w * k).sum(dim=dim) / w.sum(dim=dim).clamp_min(_NORM_FLOOR)
+        sq = _sqnorm_fast(x)                                            # x.shape[:-1]
+        w = _lorentz_from_sqnorm(sq, c_)
+        for name, extra in (("weights", weights), ("mask", mask)):
+            if extra is not None:
+                if not isinstance(extra, torch.Tensor):
+                    raise TypeError(f"{name} must be a torch.Tensor, got {type(extra).__name__}")
+                try:
+                    w = w * torch.broadcast_to(extra.to(w.dtype), w.shape)
+                except RuntimeError:
+                    raise ValueError(f"{name} must have shape {tuple(w.shape)} (x without its last "
+                                     f"axis), got {tuple(extra.shape)}") from None
+        coeff = (w * (2.0 / (1.0 + c_ * sq))).movedim(dim, -1)          # γ_i w_i · Klein factor
+        total = w.sum(dim=dim).unsqueeze(-1).clamp_min(_NORM_FLOOR)
+        m_k = torch.einsum("...n,...nd->...d", coeff, x.movedim(dim, -2)) / total
         return PoincareOps.from_klein(m_k, c_)
+
+
+def _lorentz_from_sqnorm(sq: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Lorentz factors ``γ`` of Poincaré points from their squared norms ``sq``.
+
+    ``1 - c|k|^2 = ((1 - c|x|^2)/(1 + c|x|^2))^2`` for the Klein point ``k = 2x/(1 + c|x|^2)``, so
+    ``γ = (1 + c|x|^2)/(1 - c|x|^2)``: the same value as ``1/sqrt(1 - c|k|^2)`` without its
+    cancellation near the boundary, capped like it at ``c|k|^2 ≤ 1 - 1e-5`` (``γ ≤ 316``).
+    """
+    csq = c * sq
+    gamma = (1.0 + csq) / (1.0 - csq).clamp_min(_KLEIN_FLOOR)
+    return gamma.clamp_max(_KLEIN_MARGIN ** -0.5)
+
+
+def _sqnorm_fast(x: torch.Tensor) -> torch.Tensor:
+    """``|x|^2`` over the last axis without an ``x*x`` temporary (shape ``x.shape[:-1]``)."""
+    return torch.linalg.vector_norm(x, dim=-1).square()
