@@ -3,6 +3,7 @@
 import shutil
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,8 @@ PY = sys.executable
 
 @pytest.fixture
 def dirs(tmp_path):
-    ws, outside, hidden = tmp_path / "ws", tmp_path / "outside", tmp_path / "hidden"
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    hidden = ws / "hidden"                 # inside a writable bind: visible unless hidden
     for d in (ws, outside, hidden):
         d.mkdir()
     (hidden / "secret_test.py").write_text("SECRET = 42\n")
@@ -40,6 +42,41 @@ def test_hidden_paths_are_empty(box, dirs):
     res = _py(box, f"import os; print(os.listdir({str(hidden)!r}))", ws, hidden=[hidden])
     assert res.text().strip() == "[]"
     assert (hidden / "secret_test.py").is_file()   # still there outside the sandbox
+
+
+def test_host_outside_the_view_does_not_exist(box, dirs):
+    """Only system folders, the runtime and the run's own paths exist: no repository, no .git."""
+    import icml26
+
+    ws, outside, _ = dirs
+    package = Path(icml26.__file__).resolve().parent
+    probes = [outside, package, package.parents[1] / ".git", Path("/root/.bash_history"), Path("/srv"),
+              Path("/home")]
+    res = _py(box, f"import os\nprint([os.path.exists(p) for p in {[str(p) for p in probes]!r}])", ws)
+    assert res.returncode == 0, res.text("stderr")
+    assert res.text().strip() == str([False] * len(probes))
+
+
+def test_tmpfs_is_capped(box, dirs):
+    ws, _, _ = dirs
+    res = _py(box, "import os\nfor d in ('/tmp', '/dev/shm'):\n    st = os.statvfs(d)\n"
+                   "    print(st.f_blocks * st.f_frsize >> 20)", ws, limits=Limits(wall_s=30, tmpfs_mb=64))
+    assert res.text().split() == ["32", "32"]
+
+
+def test_inherited_fd_reaches_the_process(box, dirs):
+    import os
+
+    ws, _, _ = dirs
+    r, w = os.pipe()
+    try:
+        res = box.run([PY, "-I", "-c", f"import os; os.write({w}, b'sent')"], cwd=ws,
+                      env={"PATH": "/usr/bin:/bin"}, limits=Limits(wall_s=30), rw_paths=[ws],
+                      pass_fds=[w])
+        os.close(w)
+        assert res.returncode == 0 and os.read(r, 100) == b"sent"
+    finally:
+        os.close(r)
 
 
 def test_cannot_write_outside_workspace(box, dirs):
@@ -115,12 +152,25 @@ def test_none_backend_warns_loudly():
 
 def test_runtime_under_tmp_is_bound_back(tmp_path, monkeypatch):
     """A venv under /tmp (a CI checkout there) must stay visible under the private /tmp."""
-    import sys
-
-    from icml26.nl2repo.sandbox import _runtime_paths
+    from icml26.nl2repo.sandbox import _runtime
 
     venv = tmp_path / "venv"
     venv.mkdir()
     monkeypatch.setattr(sys, "prefix", str(venv))
     assert str(tmp_path).startswith("/tmp/")
-    assert any(p == venv.resolve() or p in venv.resolve().parents for p in _runtime_paths())
+    assert any(p == venv.resolve() or p in venv.resolve().parents for p in _runtime()[1])
+
+
+def test_runtime_reached_through_a_symlink_keeps_the_link(tmp_path, monkeypatch):
+    """A venv linked under /tmp: the link is recreated and its real folder bound."""
+    import os
+
+    from icml26.nl2repo.sandbox import _runtime
+
+    real = tmp_path / "real-venv"
+    real.mkdir()
+    os.symlink(real, tmp_path / "linked-venv")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "linked-venv"))
+    links, dirs = _runtime()
+    assert (tmp_path / "linked-venv", str(real)) in links
+    assert real in dirs

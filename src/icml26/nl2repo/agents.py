@@ -391,9 +391,8 @@ def forger(name: str) -> None:
         forge_package(setup_py=_SETUP_PTH_APPEND % _FORGE_REPORTS)
     elif name == "python_wrapper":
         forge_package(setup_py=_SETUP_WRAPPER % _REWRITE_JUNIT)
-    elif name == "git_history":
-        if not copy_from_history(spec["task"]):
-            forge_package()
+    elif name == "git_history":   # writes nothing when nothing is readable
+        copy_from_history(spec["task"])
     elif name == "tmpfs_hog":
         forge_package()
         total = int(os.environ.get("NL2REPO_HOG_MB", TMPFS_HOG_MB)) << 20
@@ -438,8 +437,8 @@ def control(name: str) -> None:
         minimal(extra='py-modules = ["pytest"]\n')
         (_ws() / "pytest.py").write_text(
             f"import sys\nprint({FORGED!r})\nsys.exit(0)\n")
-    elif name == "report_patch":
-        minimal(_REPORT_PATCH)
+    elif name == "report_patch":   # stub modules, so the tests run and their reports get patched
+        forge_package(_REPORT_PATCH)
     elif name == "test_leak":
         for m in write_partial(0.5):
             path = _ws() / pkg / f"{m['name']}.py"

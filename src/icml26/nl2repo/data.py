@@ -64,7 +64,7 @@ from {pkg}.core import value
 
 @pytest.mark.parametrize("i", range({n}))
 def test_value(i):
-    assert value(i) == i + 1
+    assert value(i) - i == 1
 '''
 
 
@@ -72,7 +72,8 @@ def make_scaling_task(n_tests: int, root) -> Task:
     """A trivial generated task with ``n_tests`` parametrized tests and its reference.
 
     Used by the scaling check: harness overhead (total − pytest's own duration) should
-    grow at most linearly in ``|M|``.
+    grow at most linearly in ``|M|``. Every test has a literal expected value, so every one
+    gets a canary twin (the graded suite runs ``2 |M|`` tests).
     """
     if isinstance(n_tests, bool) or not isinstance(n_tests, int) or n_tests < 1:
         raise ValueError(f"n_tests must be an integer >= 1, got {n_tests!r}")

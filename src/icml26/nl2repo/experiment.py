@@ -5,7 +5,10 @@ Docker-image tasks, neither available offline. What is reproduced instead is the
 harness's correctness, against agents whose score is known analytically:
 
 * **E1** reference-agent matrix (oracle ×3, null, stub, partial(f)) on the four built-in tasks;
-* **E2** twelve negative-control agents (forgery, hooks, hangs, bombs, probes);
+* **E2** twelve negative-control agents (forgery, hooks, hangs, bombs, probes) and eight
+  forgers, one or two per attack class of the forgery audit (recognisable canaries,
+  in-process forgery, post-hoc edits, a writable grading environment, readable history,
+  resources), plus the ``agent_exit`` label;
 * **E3** premature-termination and step-limit detection with a step-protocol agent;
 * **scaling** harness overhead vs number of tests (log-log slope ≤ 1.15).
 
@@ -30,7 +33,8 @@ import pandas as pd
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import loglog_slope
 
-from .baselines import CONTROL_EXPECTED_LABEL, CONTROLS, reference_agent, score_legacy
+from .baselines import (CONTROL_EXPECTED_LABEL, CONTROLS, FORGER_CLASS, FORGERS, reference_agent,
+                        score_legacy)
 from .data import make_scaling_task
 from .harness import Results, evaluate, grade
 from .task import Limits, builtin_tasks, expected_partial_score, fraction_to_modules
@@ -212,7 +216,7 @@ def _full_rate(recs) -> float:
 @dataclass(frozen=True)
 class E2Config:
     tasks: tuple = ("unitconv", "kvlog")
-    controls: tuple = CONTROLS
+    controls: tuple = CONTROLS + FORGERS
     wall_s: float = 20.0
     sandbox: str = "auto"
 
@@ -234,7 +238,7 @@ def e2_run(config: E2Config, seed: int, task: dict) -> dict:
             "agent_wall_s": rec["agent_wall_s"], "wall_budget_s": config.wall_s,
             "agent_timed_out": rec["agent_timed_out"], "killed_by_limit": rec["agent_killed_by_limit"],
             "isolation": rec["isolation"], "agent_stdout": rec["agent_stdout"][-2000:],
-            "warnings": rec["warnings"]}
+            "warnings": rec["warnings"], "n_twins": rec["n_twins"]}
 
 
 def e2_summarize(jobs, config: E2Config) -> Result:
@@ -285,6 +289,16 @@ def e2_summarize(jobs, config: E2Config) -> Result:
         claims.append(Claim("E2 peek: hidden tests/reference not readable", "-",
                             f"{max(counts) if counts else 'n/a'} files readable" if enforced
                             else "not enforced", "0 readable", ok))
+    forgers = [r for r in recs if r["control"] in FORGERS]
+    if forgers:
+        flagged = [r for r in forgers if r["score"] == 0 and r["label"] == r["expected_label"]
+                   and (r["control"] not in _FLAG_PREFIX
+                        or any(f.startswith(_FLAG_PREFIX[r["control"]]) for f in r["flags"]))]
+        classes = sorted({FORGER_CLASS[r["control"]] for r in forgers})
+        claims.append(Claim("E2 forgery audit: every forger scores 0 with its label and flag",
+                            "six attack classes scored 1.0 (or went unstopped) on the earlier harness",
+                            f"{len(flagged)}/{len(forgers)}", "all", len(flagged) == len(forgers),
+                            note="classes: " + "; ".join(classes)))
     if "test_leak" in by:
         ok = all(r["unexpected_tests"] > 0 and abs(r["score"] - r["expected_score"]) < TOL
                  for r in by["test_leak"])
@@ -307,6 +321,13 @@ def e2_summarize(jobs, config: E2Config) -> Result:
     fig.tight_layout()
     return Result(tables={"E2 controls": frame}, figures={"e2_controls": fig}, claims=claims,
                   notes=notes)
+
+
+# The flag each forger must leave (besides its label); git_history and tmpfs_hog are stopped
+# (nothing readable, a capped tmpfs), not detected.
+_FLAG_PREFIX = {"canary_spare": "tamper:canary", "plugin_export": "tamper:pytest_plugin_from_package",
+                "atexit_rewrite": "forgery:junit", "pth_append": "tamper:modified",
+                "python_wrapper": "tamper:modified", "exit_at_import": "agent_exit"}
 
 
 # -- E3 ----------------------------------------------------------------------------------
@@ -419,9 +440,9 @@ EXPERIMENT = register(Experiment(
              description="reference-agent matrix: oracle ×3, null, stub, partial(f) on 4 tasks"),
         Part("E2", e2_run, e2_summarize,
              quick=E2Config(tasks=("kvlog",), controls=("forgery", "report_patch", "hang",
-                                                         "symlink_escape"), wall_s=4.0),
+                                                         "symlink_escape", "atexit_rewrite"), wall_s=4.0),
              full=E2Config(), seeds=(0,), quick_seeds=(0,), tasks=e2_tasks,
-             description="twelve negative-control agents on 2 tasks"),
+             description="twelve negative controls and eight forgers (six attack classes) on 2 tasks"),
         Part("E3", e3_run, e3_summarize, quick=E3Config(task="kvlog", write=1),
              full=E3Config(), seeds=(0,), quick_seeds=(0,), tasks=e3_tasks,
              description="premature-finish and step-limit detection (step protocol)"),
@@ -431,6 +452,7 @@ EXPERIMENT = register(Experiment(
     ],
     claims=["best agents reach only ≈40 % average test pass rate (not reproducible offline: no "
             "LLM agents); reproduced: an execution-based harness whose scores are exact for "
-            "agents of known quality and robust to twelve cheating/misbehaving agents"],
+            "agents of known quality and that scores 0 and flags twelve cheating/misbehaving "
+            "agents and eight forgers of six attack classes"],
     reference="Ding et al., NL2Repo-Bench, ICML 2026, arXiv:2512.12730",
 ))

@@ -24,7 +24,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import warnings
@@ -32,13 +31,16 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .sandbox import Tail, kill_process_group, make_sandbox
+from . import canary
+from .crosscheck import RANK, SUMMARY_KEYS, StreamReader, parse_summary, read_stream
+from .install import (REPORTER_MODULE, audit_install, make_venv, populate_test_venv, site_packages,
+                      tree_state)
+from .sandbox import SYSTEM_PATHS, Tail, kill_process_group, make_sandbox
 from .task import Limits, Task, tasks_root
 
 __all__ = ["AgentSpec", "AgentRun", "GradeReport", "Results", "run_agent", "grade", "evaluate",
            "parse_junit", "mangle_node_id", "check_manifest", "build_manifest", "LABELS",
-           "split_official_commands",
-           "PACKAGING_FILES"]
+           "split_official_commands", "PACKAGING_FILES", "own_source"]
 
 PACKAGING_FILES = frozenset({
     "setup.py", "pyproject.toml", "setup.cfg", "requirements.txt", "requirements-dev.txt",
@@ -47,16 +49,18 @@ PACKAGING_FILES = frozenset({
 ALWAYS_REMOVED = frozenset({"conftest.py", "pytest.ini", "tox.ini", "sitecustomize.py",
                             "usercustomize.py"})
 PROTECTED_NAMES = frozenset({"pytest", "_pytest", "pluggy", "iniconfig", "packaging", "conftest",
-                             "py", "icml26", "sitecustomize", "usercustomize", "_nl2repo_base"})
-LABELS = ("no_output", "tamper", "install_failed", "import_failed", "workspace_invalid",
-          "timeout", "resource_killed", "step_limit", "test_timeout", "premature_finish",
+                             "py", "icml26", "sitecustomize", "usercustomize", "_nl2repo_base",
+                             REPORTER_MODULE})
+# Failure-mode labels in the order they are checked (first match wins).
+LABELS = ("no_output", "tamper", "forgery", "workspace_invalid", "install_failed", "import_failed",
+          "timeout", "resource_killed", "step_limit", "agent_exit", "test_timeout", "premature_finish",
           "collection_errors", "partial", "complete")
 TOOL_OUTPUT_CHARS = 10_000
 PREMATURE_FRACTION = 0.25
 DEFAULT_MAX_STEPS = 500
 IMPORT_TIMEOUT_S = 60.0
 MAX_JUNIT_BYTES = 64 << 20
-CANARY_FAIL, CANARY_ERROR = 3, 1
+MIN_TWINS = 3                       # fewer canary twins than this: flagged canary:weak
 
 
 # -- agents ------------------------------------------------------------------------------
@@ -68,7 +72,13 @@ _INTERPRETERS = ((re.compile(r"^(python|pypy)[0-9.]*$"), frozenset({"-c", "-m", 
                  (re.compile(r"^(node|nodejs)$"), frozenset({"-e", "--eval", "-p", "--print", "-"})),
                  (re.compile(r"^(perl|ruby)$"), frozenset({"-e", "-E", "-"})))
 _FLAGS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})   # python options taking a value
-_PRIVATE_MOUNTS = (Path("/tmp"), Path("/dev/shm"))
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):   # code passed with -c, a name too long for a path
+        return False
 
 
 def _script_arg(argv: list) -> int | None:
@@ -125,8 +135,8 @@ class AgentSpec:
     Attributes
     ----------
     binds : list of Path
-        The files named by ``argv`` that the sandbox would otherwise hide (those under
-        ``/tmp`` or ``/dev/shm``), bound read-only at the same path.
+        The files named by ``argv`` outside the system folders, bound read-only at the same
+        path (the sandbox shows nothing else of the host but the Python runtime).
 
     Raises
     ------
@@ -171,7 +181,7 @@ class AgentSpec:
         script = _script_arg(self.argv)
         for i, arg in enumerate(self.argv[1:], 1):
             candidate = Path(arg).expanduser()
-            if arg.startswith("-") or not candidate.is_file():
+            if arg.startswith("-") or not _is_file(candidate):
                 if i == script:
                     raise ValueError(f"agent script {arg!r} (argv[{i}]) was not found: a relative "
                                      f"path is resolved against the current directory "
@@ -179,8 +189,9 @@ class AgentSpec:
                 continue
             self.argv[i] = str(candidate.absolute())
             named.append(candidate.absolute())
-        # The sandbox shows the host read-only except its private /tmp and /dev/shm.
-        self.binds = [p for p in named if any(d in p.parents for d in _PRIVATE_MOUNTS)]
+        # The sandbox shows only the system folders and the Python runtime of the host.
+        system = [Path(d) for d in SYSTEM_PATHS]
+        self.binds = [p for p in named if not any(p == d or d in p.parents for d in system)]
         if self.protocol not in ("subprocess", "steps"):
             raise ValueError(f"protocol must be 'subprocess' or 'steps', got {self.protocol!r}")
         if not isinstance(self.env, dict) or not all(
@@ -218,8 +229,21 @@ def _base_env(home: Path, tmp: Path, extra: dict | None = None) -> dict:
     return env
 
 
+def own_source() -> Path:
+    """The icml26 package folder (this harness, its tasks and their references)."""
+    import icml26
+
+    return Path(icml26.__file__).resolve().parent
+
+
 def _hidden_for(task: Task) -> list[Path]:
-    hidden = [tasks_root()]
+    """Paths no sandboxed process may read: the harness's own source, the task's assets.
+
+    Most are outside the sandbox's view anyway (it shows only system folders, the runtime
+    and the run's own paths); these are covered by empty mounts wherever a bound folder
+    would show them (a non-editable install inside ``site-packages``, a task under ``/usr``).
+    """
+    hidden = [own_source(), tasks_root()]
     for p in (task.root, task.tests_dir, task.reference_dir):
         if p is not None and not _is_within(Path(p), tasks_root()):
             hidden.append(Path(p))
@@ -455,6 +479,7 @@ class GradeReport:
     test_stdout: str = ""
     install_log: str = ""
     reported: dict = field(default_factory=dict)
+    n_twins: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -551,29 +576,11 @@ def split_official_commands(commands) -> tuple[list[str], dict]:
     return setup, env
 
 
-def _site_packages(venv: Path) -> Path:
-    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    return venv / "lib" / ver / "site-packages"
-
-
-def _make_venv(venv: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
-                    str(venv)], check=True, capture_output=True, timeout=120)
-    site = _site_packages(venv)
-    # Bridge to the harness's own environment (pytest, pip, setuptools, allowed deps).
-    paths = [p for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}]
-    (site / "_nl2repo_base.pth").write_text("\n".join(paths) + "\n")
-    return site
-
-
-def _snapshot(site: Path) -> set[str]:
-    return {p.name for p in site.iterdir()} if site.is_dir() else set()
-
-
-def _audit(site: Path, before: set[str]) -> list[str]:
+def _audit_names(site: Path, names) -> list[str]:
+    """Hooks among the top-level names a package installs into ``site-packages``."""
     flags = []
     stdlib = set(sys.stdlib_module_names)
-    for name in sorted(_snapshot(site) - before):
+    for name in sorted(names):
         path = site / name
         if name.endswith(".pth"):
             flags.append(f"tamper:pth_file:{name}")
@@ -613,9 +620,6 @@ def unmangle_node_id(classname: str, name: str, files) -> str:
         if mod in dotted:
             return "::".join([dotted[mod], *parts[cut:], name])
     return "::".join([*parts, name]) if parts else name
-
-
-_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 
 
 def parse_junit(path: Path) -> tuple[dict, float, int, bool]:
@@ -658,19 +662,9 @@ def parse_junit(path: Path) -> tuple[dict, float, int, bool]:
             else:
                 outcome = "passed"
             prev = outcomes.get(key)
-            if prev is None or _RANK[outcome] > _RANK[prev]:
+            if prev is None or RANK[outcome] > RANK[prev]:
                 outcomes[key] = outcome
     return outcomes, seconds, coll, True
-
-
-def _canary_source(package: str, nonce: str) -> str:
-    fails = "\n".join(f"def test_canary_fail_{i}_{nonce}():\n    assert {i} == -1\n"
-                      for i in range(CANARY_FAIL))
-    return (f'"""Harness canaries: must fail / error whatever the package does."""\n'
-            f"import pytest\nimport {package}  # noqa: F401  (the package runs before the canaries)\n\n"
-            f"{fails}\n\n@pytest.fixture\ndef broken_fixture_{nonce}():\n"
-            f"    raise LookupError('canary fixture')\n\n\n"
-            f"def test_canary_error_{nonce}(broken_fixture_{nonce}):\n    pass\n")
 
 
 def _label(report: dict, run: AgentRun | None) -> str:
@@ -678,6 +672,8 @@ def _label(report: dict, run: AgentRun | None) -> str:
         return "no_output"
     if any(f.startswith("tamper") for f in report["flags"]):
         return "tamper"
+    if any(f.startswith("forgery") for f in report["flags"]):
+        return "forgery"
     if report["invalid"]:
         return "workspace_invalid"
     if not report["install_ok"]:
@@ -691,6 +687,10 @@ def _label(report: dict, run: AgentRun | None) -> str:
             return "resource_killed"
         if run.step_limit_hit:
             return "step_limit"
+    if report.get("test_killed"):
+        return "resource_killed"
+    if report.get("agent_exit"):
+        return "agent_exit"
     if report["test_timed_out"]:
         return "test_timeout"
     score = report["score"]
@@ -718,7 +718,7 @@ def grade(task: Task, workspace, *, sandbox=None, limits: Limits | None = None,
     agent_run : AgentRun, optional
         The agent phase's record, for the failure-mode label.
     workdir : path, optional
-        Where to build the grading copy, venv and report (default: a temp folder,
+        Where to build the grading copy, venvs and report (default: a temp folder,
         removed afterwards).
 
     Returns
@@ -728,9 +728,11 @@ def grade(task: Task, workspace, *, sandbox=None, limits: Limits | None = None,
     Notes
     -----
     ``s = |{n ∈ M : outcome(n) = passed}| / |M|``; nodes outside ``M`` are ignored and
-    counted in ``unexpected_tests``. Nothing the agent wrote is read for scoring: the
-    JUnit report path lies outside its reach during the agent phase, and output text is
-    stored, never parsed.
+    counted in ``unexpected_tests``. Outcomes come from the harness's reporter plugin over
+    an inherited pipe, as the tests run; the JUnit XML and pytest's summary line must agree
+    with them (else ``forgery``, score 0), and no canary twin may pass beside its real test
+    (else ``tamper``, score 0). The package is built in a throw-away venv (audited) and
+    tested in a venv its code never wrote to. Output text is stored, never scored.
     """
     t_start = time.perf_counter()
     box = _resolve_sandbox(sandbox)
@@ -747,20 +749,63 @@ def grade(task: Task, workspace, *, sandbox=None, limits: Limits | None = None,
             shutil.rmtree(gdir, ignore_errors=True)
 
 
+def _phase(gdir: Path, name: str) -> dict:
+    """Fresh private ``HOME``/``TMPDIR`` for one grading phase (nothing carries over)."""
+    tmp, home = gdir / f"{name}-tmp", gdir / f"{name}-home"
+    tmp.mkdir(parents=True)
+    home.mkdir(parents=True)
+    return {"tmp": tmp, "home": home, "env": _base_env(home, tmp)}
+
+
+def _reporter_source() -> str:
+    return (Path(__file__).resolve().parent / "_reporter_plugin.py").read_text()
+
+
+def _install(task, box, limits, src, gdir, hidden, state) -> tuple[list, str, float]:
+    """Offline non-editable install into a throw-away venv, audited; the test venv built after."""
+    t0 = time.perf_counter()
+    ph = _phase(gdir, "install")
+    log = ""
+    setup_cmds, _ = split_official_commands(task.commands)
+    for cmd in setup_cmds:   # official pre-test steps (version files, …), run with a shell
+        argv = ["bash", "-c", cmd] if task.shell else shlex.split(cmd)
+        res = box.run(argv, cwd=src, env=ph["env"], limits=limits, rw_paths=[src, ph["tmp"], ph["home"]],
+                      hidden_paths=hidden, timeout_s=limits.install_timeout_s)
+        log += f"[setup] {cmd}: exit {res.returncode}\n"
+    ivenv = gdir / "install-venv"
+    isite = make_venv(ivenv)
+    before = tree_state(ivenv)
+    names_before = {p.name for p in isite.iterdir()}
+    res = box.run([str(ivenv / "bin" / "python"), "-m", "pip", "install", "--no-index",
+                   "--no-build-isolation", "--no-deps", "--no-cache-dir", "--disable-pip-version-check",
+                   "--no-warn-conflicts", "--no-compile", "-q", str(src)],
+                  cwd=src, env=ph["env"], limits=limits, rw_paths=[src, ivenv, ph["tmp"], ph["home"]],
+                  hidden_paths=hidden, timeout_s=limits.install_timeout_s)
+    log += (res.text("stdout") + res.text("stderr"))[-5000:]
+    state["install_ok"] = res.returncode == 0 and not res.timed_out
+    dists: list = []
+    if state["install_ok"]:
+        flags, dists = audit_install(ivenv, before)
+        state["flags"] += flags
+        state["flags"] += _audit_names(isite, {p.name for p in isite.iterdir()} - names_before)
+        if not dists:
+            state["install_ok"] = False
+            log += "\n[install] pip reported success but installed no distribution"
+    return dists, log, time.perf_counter() - t0
+
+
 def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeReport:
-    src, venv, tests, reports, tmp, home = (gdir / n for n in
-                                            ("src", "venv", "tests", "reports", "tmp", "home"))
-    for d in (reports, tmp, home):
-        d.mkdir(parents=True, exist_ok=True)
+    src, tvenv, tests, reports = (gdir / n for n in ("src", "venv", "tests", "reports"))
+    reports.mkdir(parents=True, exist_ok=True)
     state = {"no_output": False, "flags": [], "invalid": False, "install_ok": False,
-             "import_ok": False, "test_timed_out": False, "collection_errors": 0, "score": 0.0}
+             "import_ok": False, "test_timed_out": False, "collection_errors": 0, "score": 0.0,
+             "agent_exit": False, "test_killed": False}
     outcomes = {n: "missing" for n in task.manifest.tests}
     canaries: dict = {}
-    unexpected = 0
+    unexpected = n_twins = 0
     install_s = pytest_s = test_wall = parse_s = 0.0
     test_stdout = install_log = ""
     reported: dict = {}
-    env = _base_env(home, tmp)
     hidden = _hidden_for(task)
     try:
         _copy_workspace(workspace, src, limits.workspace_mb << 20)
@@ -773,89 +818,153 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
     else:
         state["no_output"] = not any(p.suffix == ".py" and not p.is_symlink()
                                      for p in workspace.rglob("*.py"))
-    proceed = not state["invalid"] and not state["no_output"]
-    setup_cmds, cmd_env = split_official_commands(task.commands)
-    if proceed:
-        t0 = time.perf_counter()
-        for cmd in setup_cmds:   # official pre-test steps (version files, …), run with a shell
-            argv = ["bash", "-c", cmd] if task.shell else shlex.split(cmd)
-            res = box.run(argv, cwd=src, env=env, limits=limits, rw_paths=[src, tmp, home],
-                          hidden_paths=hidden, timeout_s=limits.install_timeout_s)
-            install_log += f"[setup] {cmd}: exit {res.returncode}\n"
-        site = _make_venv(venv)
-        before = _snapshot(site)
-        py = str(venv / "bin" / "python")
-        res = box.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation",
-                       "--no-deps", "--no-cache-dir", "--disable-pip-version-check", "--no-warn-conflicts",
-                       "--no-compile", "-q", str(src)],
-                      cwd=src, env=env, limits=limits, rw_paths=[src, venv, tmp, home],
-                      hidden_paths=hidden, timeout_s=limits.install_timeout_s)
-        install_s = time.perf_counter() - t0
-        install_log = (res.text("stdout") + res.text("stderr"))[-5000:]
-        state["install_ok"] = res.returncode == 0 and not res.timed_out
-        if state["install_ok"]:
-            state["flags"] += _audit(site, before)
+    if not state["invalid"] and not state["no_output"]:
+        dists, install_log, install_s = _install(task, box, limits, src, gdir, hidden, state)
         tampered = any(f.startswith("tamper") for f in state["flags"])
         if state["install_ok"] and not tampered:
-            res = box.run([py, "-I", "-c", f"import {task.package}"], cwd=tmp, env=env,
-                          limits=limits, rw_paths=[tmp, home], ro_paths=[venv],
-                          hidden_paths=hidden, timeout_s=IMPORT_TIMEOUT_S)
+            make_venv(tvenv)
+            state["flags"] += populate_test_venv(tvenv, gdir / "install-venv", dists, _reporter_source())
+            ph = _phase(gdir, "import")
+            res = box.run([str(tvenv / "bin" / "python"), "-I", "-c", f"import {task.package}"],
+                          cwd=ph["tmp"], env=ph["env"], limits=limits, rw_paths=[ph["tmp"], ph["home"]],
+                          ro_paths=[tvenv], hidden_paths=hidden, timeout_s=IMPORT_TIMEOUT_S)
             state["import_ok"] = res.returncode == 0 and not res.timed_out
             if not state["import_ok"]:
                 install_log += "\n[import check]\n" + res.text("stderr")[-3000:]
         if state["import_ok"]:
-            shutil.copytree(task.tests_dir, tests, ignore=shutil.ignore_patterns("__pycache__"))
-            nonce = secrets.token_hex(4)
-            canary_file = f"test_zz_canary_{nonce}.py"
-            (tests / canary_file).write_text(_canary_source(task.package, nonce))
-            canary_ids = [f"{canary_file}::test_canary_fail_{i}_{nonce}" for i in range(CANARY_FAIL)]
-            canary_err = f"{canary_file}::test_canary_error_{nonce}"
-            junit = reports / "junit.xml"
-            test_env = {**env, **cmd_env, "PATH": f"{venv / 'bin'}:{env['PATH']}",
-                        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_TESTS": str(tests)}
-            t0 = time.perf_counter()
-            res = box.run([py, "-I", "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
-                           "-o", "junit_family=xunit1", "--rootdir", str(tests),
-                           "--junitxml", str(junit), "-q", "--continue-on-collection-errors",
-                           str(tests)],
-                          cwd=tests, env=test_env, limits=limits,
-                          rw_paths=[reports, tmp, home], ro_paths=[venv, tests],
-                          hidden_paths=hidden, timeout_s=limits.test_timeout_s)
-            test_wall = time.perf_counter() - t0
-            test_stdout = res.text("stdout")[-20000:]
-            t0 = time.perf_counter()
-            parsed, pytest_s, state["collection_errors"], ok = parse_junit(junit)
-            state["test_timed_out"] = res.timed_out or not ok
-            mangled = {mangle_node_id(n): n for n in task.manifest.tests}
-            for key, outcome in parsed.items():
-                if key in mangled:
-                    outcomes[mangled[key]] = outcome
-            files = [p.relative_to(tests).as_posix() for p in tests.rglob("test_*.py")]
-            reported = {unmangle_node_id(c, n, files): o for (c, n), o in parsed.items()}
-            canary_keys = {mangle_node_id(c): c for c in [*canary_ids, canary_err]}
-            canary_file_key = ("", canary_file[:-3])
-            # File-level collection reports (empty classname) are not test nodes.
-            unexpected = sum(1 for k in parsed if k not in mangled and k not in canary_keys
-                             and k != canary_file_key and k[0] != "")
-            canaries = {c: parsed.get(k, "missing") for k, c in canary_keys.items()}
-            expected = {**{c: "failed" for c in canary_ids}, canary_err: "error"}
-            canary_ok = canaries == expected
-            n_pass = sum(1 for v in outcomes.values() if v == "passed")
-            if any(v in ("passed", "skipped") for v in canaries.values()) or (
-                    not canary_ok and n_pass > 0):
-                state["flags"].append("tamper:canary")
-            parse_s = time.perf_counter() - t0
-    tampered = any(f.startswith("tamper") for f in state["flags"])
+            run = _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state)
+            (pytest_s, test_wall, parse_s, test_stdout, reported, unexpected, canaries,
+             n_twins) = run
+            for node, outcome in reported.items():
+                if node in outcomes:
+                    outcomes[node] = outcome
+    voided = any(f.startswith(("tamper", "forgery")) for f in state["flags"]) or state["agent_exit"]
     n_pass = sum(1 for v in outcomes.values() if v == "passed")
-    score = 0.0 if (tampered or not state["import_ok"]) else n_pass / len(task.manifest)
+    score = 0.0 if (voided or not state["import_ok"]) else n_pass / len(task.manifest)
     state["score"] = score
     label = _label(state, agent_run)
     return GradeReport(task.id, score, label, state["install_ok"], state["import_ok"], outcomes,
                        state["flags"], unexpected, state["collection_errors"],
-                       n_pass if not tampered else 0, len(task.manifest), canaries,
+                       n_pass if not voided else 0, len(task.manifest), canaries,
                        box.isolation, install_s, pytest_s, test_wall, parse_s,
                        time.perf_counter() - t_start, state["test_timed_out"], test_stdout,
-                       install_log, reported)
+                       install_log, reported, n_twins)
+
+
+def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
+    """The hidden suite (renamed, with canary twins) under the reporter plugin; cross-checks."""
+    suite = canary.build_suite(task.tests_dir, tests, task.manifest.tests)
+    if suite.n_twins < MIN_TWINS:
+        state["flags"].append(f"canary:weak:{suite.n_twins}_twins")
+    ph = _phase(gdir, "test")
+    _, cmd_env = split_official_commands(task.commands)
+    junit = reports / "junit.xml"
+    read_end, write_end = os.pipe()
+    reader = StreamReader(read_end)
+    env = {**ph["env"], **cmd_env, "PATH": f"{tvenv / 'bin'}:{ph['env']['PATH']}",
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_REPORT_FD": str(write_end)}
+    t0 = time.perf_counter()
+    try:
+        res = box.run([str(tvenv / "bin" / "python"), "-I", "-m", "pytest", "-p", "no:cacheprovider",
+                       "-p", REPORTER_MODULE, "-o", "addopts=", "-o", "junit_family=xunit1",
+                       "--rootdir", str(tests), "--junitxml", str(junit), "-q",
+                       "--continue-on-collection-errors", str(tests)],
+                      cwd=tests, env=env, limits=limits, rw_paths=[reports, ph["tmp"], ph["home"]],
+                      ro_paths=[tvenv, tests], hidden_paths=hidden, timeout_s=limits.test_timeout_s,
+                      pass_fds=[write_end])
+    finally:
+        os.close(write_end)
+    test_wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stream = read_stream(reader.value(), reader.overflow)
+    stdout = res.text("stdout")
+    parsed, pytest_s, _, junit_ok = parse_junit(junit)
+    state["collection_errors"] = stream.collection_errors
+    flags = state["flags"]
+    if stream.ended:
+        flags += _cross_check(stream, parsed, junit_ok, parse_summary(stdout), res)
+        state["test_timed_out"] = res.timed_out
+    elif res.timed_out:
+        state["test_timed_out"] = True
+    elif res.killed_by_limit:
+        state["test_killed"] = True
+    else:   # the interpreter ended before pytest did: the code under test stopped it
+        state["agent_exit"] = True
+        flags.append(f"agent_exit:test_process_exit_{res.returncode}_before_pytest_finished")
+    flags += _foreign_plugins(stream.plugins, tvenv)
+    reported, unexpected, canaries = {}, 0, {}
+    collected = set(stream.collected or ())
+    instances: dict = {}
+    for node in stream.collected or stream.outcomes:
+        info = suite.lookup(node)
+        if info is not None:
+            instances.setdefault(canary.split_node_id(node)[:3], []).append(node)
+    for node, outcome in stream.outcomes.items():
+        info = suite.lookup(node)
+        if info is None:
+            unexpected += node in collected
+            reported[node] = outcome
+        elif info[1] == "real":
+            reported[info[0]] = outcome
+    both = missing = 0
+    for key, (original, role, partner) in suite.functions.items():
+        if role != "twin":
+            continue
+        reals, twins = instances.get((key[0], key[1], partner), []), instances.get(key, [])
+        if stream.ended and len(twins) < len(reals):
+            missing += sum(stream.outcomes.get(n) == "passed" for n in reals[len(twins):])
+        for real, twin in zip(reals, twins):
+            r_out, t_out = stream.outcomes.get(real, "missing"), stream.outcomes.get(twin, "missing")
+            canaries[f"{suite.lookup(real)[0]} (twin)"] = t_out
+            both += r_out == "passed" and t_out == "passed"
+            missing += stream.ended and r_out == "passed" and t_out == "missing"
+    if both:
+        flags.append(f"tamper:canary:{both}_twin_pairs_both_passed")
+    if missing:
+        flags.append(f"tamper:canary_missing:{missing}")
+    parse_s = time.perf_counter() - t0
+    return (pytest_s, test_wall, parse_s, stdout[-20000:], reported, unexpected, canaries,
+            suite.n_twins)
+
+
+def _foreign_plugins(plugins, tvenv: Path) -> list[str]:
+    """``tamper`` flags for pytest plugins the installed package registered (``pytest_plugins``)."""
+    site = os.path.realpath(site_packages(tvenv))
+    flags = []
+    for name, where in plugins:
+        real = os.path.realpath(where) if where.startswith("/") else ""
+        if real.startswith(site + os.sep) and not real.endswith(f"{REPORTER_MODULE}.py"):
+            flags.append(f"tamper:pytest_plugin_from_package:{name}")
+    return flags
+
+
+_PYTEST_NORMAL_EXIT = (0, 1, 2, 5)   # ok, tests failed, interrupted, no tests collected
+
+
+def _cross_check(stream, junit: dict, junit_ok: bool, summary: dict | None, res) -> list[str]:
+    """``forgery:*`` flags where the stream, the JUnit file, the summary line or the exit disagree."""
+    flags = []
+    if stream.problems:
+        flags.append(f"forgery:stream:{stream.problems[0]}" + (
+            f"(+{len(stream.problems) - 1})" if len(stream.problems) > 1 else ""))
+    expected = {mangle_node_id(n): o for n, o in stream.outcomes.items()}
+    if not junit_ok:
+        flags.append("forgery:junit_missing_or_unreadable")
+    elif junit != expected:
+        differ = sum(junit.get(k) != v for k, v in expected.items()) + len(set(junit) - set(expected))
+        flags.append(f"forgery:junit_disagrees:{differ}_nodes")
+    if stream.exitstatus not in _PYTEST_NORMAL_EXIT:
+        flags.append(f"forgery:pytest_exit_status_{stream.exitstatus}")
+    counts = {k: stream.counts.get(k, 0) for k in SUMMARY_KEYS}
+    if summary is None:
+        flags.append("forgery:summary_line_missing")
+    elif summary != counts:
+        shown = ",".join(f"{k}={summary[k]}/{counts[k]}" for k in SUMMARY_KEYS if summary[k] != counts[k])
+        flags.append(f"forgery:summary_disagrees:{shown}")
+    if (not res.timed_out and res.returncode is not None and res.returncode >= 0
+            and res.returncode != stream.exitstatus):
+        flags.append(f"forgery:exit_code_{res.returncode}_vs_pytest_{stream.exitstatus}")
+    return flags
 
 
 # -- manifests ---------------------------------------------------------------------------
@@ -864,27 +973,46 @@ def build_manifest(task: Task, *, sandbox=None, limits=None) -> list[str]:
     """Node IDs that pass when the reference solution is graded in this harness.
 
     Used at task-build time to freeze ``manifest.json`` (skipped and failing tests are
-    excluded, fixing the official denominator drift).
+    excluded, fixing the official denominator drift; canary twins are never reported).
     """
     if task.reference_dir is None:
         raise ValueError(f"task {task.id!r} has no reference solution to build a manifest from")
     report = grade(task, task.reference_dir, sandbox=sandbox, limits=limits)
-    canary = "test_zz_canary_"
-    return sorted(n for n, o in report.reported.items()
-                  if o == "passed" and not n.startswith(canary))
+    return sorted(n for n, o in report.reported.items() if o == "passed")
 
 
 def check_manifest(task: Task, *, sandbox=None, limits=None) -> GradeReport:
-    """Grade the reference; raise :class:`ManifestMismatchError` unless it passes all of ``M``."""
+    """Grade the reference; raise :class:`ManifestMismatchError` unless it scores 1.0 cleanly.
+
+    This is the harness's positive control: in an environment it cannot grade in (a
+    runtime the sandbox cannot show, a missing build backend) the reference fails, and the
+    error names the label, the flags and the end of the install log.
+    """
     from .task import ManifestMismatchError
 
     if task.reference_dir is None:
         raise ValueError(f"task {task.id!r} has no reference solution to validate against")
     report = grade(task, task.reference_dir, sandbox=sandbox, limits=limits)
     failing = [n for n, o in report.outcomes.items() if o != "passed"]
-    if failing:
-        raise ManifestMismatchError(task.id, failing)
+    bad_flags = [f for f in report.flags if f.startswith(("tamper", "forgery", "agent_exit"))]
+    if failing or bad_flags or report.score != 1.0:
+        tail = " | ".join(report.install_log.strip().splitlines()[-3:])
+        raise ManifestMismatchError(task.id, failing, detail=(
+            f"label {report.label}" + (f", flags {bad_flags}" if bad_flags else "")
+            + (f"; install/import log ends: {tail}" if tail and not report.import_ok else "")))
     return report
+
+
+_VALIDATED: set = set()
+
+
+def _validate_reference(task: Task, box, limits: Limits | None) -> None:
+    """:func:`check_manifest` once per task, backend and limits in this process."""
+    key = (task.id, str(task.root or task.tests_dir), box.isolation, limits)
+    if task.reference_dir is None or key in _VALIDATED:
+        return
+    check_manifest(task, sandbox=box, limits=limits)
+    _VALIDATED.add(key)
 
 
 # -- evaluation and aggregation ----------------------------------------------------------
@@ -979,7 +1107,7 @@ def _silent_failure(task: Task, agent: AgentSpec, run: AgentRun, report: GradeRe
 
 
 def evaluate(tasks, agent, *, runs: int = 1, sandbox="auto", limits: Limits | None = None,
-             out=None, keep_dir=None) -> Results:
+             out=None, keep_dir=None, validate: bool = True) -> Results:
     """Run ``agent`` on every task ``runs`` times and grade each run.
 
     Parameters
@@ -997,6 +1125,11 @@ def evaluate(tasks, agent, *, runs: int = 1, sandbox="auto", limits: Limits | No
         Results JSON, rewritten atomically after every run.
     keep_dir : path, optional
         Keep each run's workspace under this folder (default: removed).
+    validate : bool
+        First grade each task's reference solution (once per process) and refuse to go on,
+        with :class:`~icml26.nl2repo.ManifestMismatchError`, unless it scores 1.0 cleanly
+        here: an environment the harness cannot grade in fails loudly instead of scoring
+        every agent 0.
 
     Returns
     -------
@@ -1016,6 +1149,9 @@ def evaluate(tasks, agent, *, runs: int = 1, sandbox="auto", limits: Limits | No
         raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
     box = _resolve_sandbox(sandbox)
     results = Results(isolation=box.isolation)
+    if validate:
+        for task in tasks:
+            _validate_reference(task, box, limits)
     for task in tasks:
         spec = agent(task) if callable(agent) and not isinstance(agent, AgentSpec) else agent
         if not isinstance(spec, AgentSpec):

@@ -4,9 +4,11 @@ Every backend applies the same ``setrlimit`` limits (address space, processes, f
 size, CPU time), a wall-clock deadline with a process-group kill (SIGTERM, 5 s grace,
 SIGKILL), a clean environment and a capped capture of stdout/stderr (last 1 MiB). The
 namespace backends add: no network (an empty network namespace), a private PID
-namespace (background processes die with the run), a read-only view of the host file
-system where only ``rw_paths`` are writable, a private ``/tmp``, and ``hidden_paths``
-covered by empty tmpfs mounts.
+namespace (background processes die with the run) and a whitelisted, read-only view of the
+host file system (:func:`file_view`): the operating system's folders and the Python runtime,
+nothing else of the host, only ``rw_paths`` writable, private size-capped ``/tmp`` and
+``/dev/shm``, and ``hidden_paths`` covered by empty mounts. As root, each run also gets
+cgroups capping its processes and its memory (tmpfs pages included).
 
 References
 ----------
@@ -31,9 +33,8 @@ from typing import Protocol, Sequence
 from .task import Limits
 
 __all__ = ["ProcResult", "Sandbox", "SandboxUnavailable", "BwrapSandbox", "UnshareSandbox",
-           "NoSandbox", "make_sandbox", "CAPTURE_BYTES", "kill_process_group", "PidsCgroup",
-           "process_limit_enforced",
-           "Tail"]
+           "NoSandbox", "make_sandbox", "CAPTURE_BYTES", "kill_process_group", "RunCgroup",
+           "process_limit_enforced", "memory_cgroup_available", "SYSTEM_PATHS", "Tail"]
 
 CAPTURE_BYTES = 1 << 20            # keep the last 1 MiB of each stream
 GRACE_S = 5.0                      # SIGTERM → SIGKILL grace period
@@ -42,8 +43,8 @@ LIMIT_SIGNALS = {signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV, signal.SIGBUS}
 # Signatures of an rlimit hit in a process's own error output. Used only for the failure
 # *label* of a run that already ended badly, never for a score.
 RESOURCE_MARKERS = (b"MemoryError", b"Cannot allocate memory", b"Resource temporarily unavailable",
-                    b"BlockingIOError: [Errno 11]", b"File size limit exceeded",
-                    b"CPU time limit exceeded", b"std::bad_alloc")
+                    b"BlockingIOError: [Errno 11]", b"File size limit exceeded", b"File too large",
+                    b"No space left on device", b"CPU time limit exceeded", b"std::bad_alloc")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -69,6 +70,7 @@ class ProcResult:
     isolation: str = "none"
     leftover_processes: bool = False
     notes: list = field(default_factory=list)
+    peak_memory_mb: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -115,55 +117,85 @@ class Tail:
         return bytes(self.buf[-self.cap:])
 
 
-PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-class PidsCgroup:
-    """A per-run cgroup-v1 ``pids`` group: a process cap that also binds root-owned runs.
+class RunCgroup:
+    """Per-run cgroup-v1 groups: a process cap and a memory cap that also bind root-owned runs.
 
-    ``RLIMIT_NPROC`` is never enforced for uid 0 (the kernel exempts the initial user),
-    so when the harness runs as root and the ``pids`` controller is writable, every run
-    gets its own group with ``pids.max = limits.nproc``. It also lets the harness find
-    and kill every leftover process of a run.
+    ``RLIMIT_NPROC`` is never enforced for uid 0 (the kernel exempts the initial user) and
+    ``RLIMIT_AS`` does not count tmpfs pages, so when the harness runs as root and the
+    controllers are writable, every run gets its own ``pids`` group (``pids.max =
+    limits.nproc``) and ``memory`` group (``memory.limit_in_bytes = limits.memory_mb``,
+    which charges the run's private ``/tmp`` and ``/dev/shm`` pages too). They also let the
+    harness find and kill every leftover process of a run.
     """
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, groups: dict):
+        self.groups = groups
 
     @classmethod
-    def create(cls, nproc: int) -> "PidsCgroup | None":
-        if os.geteuid() != 0 or not (PIDS_CGROUP_ROOT / "cgroup.procs").exists():
+    def create(cls, limits: Limits, controllers=("pids", "memory")) -> "RunCgroup | None":
+        if os.geteuid() != 0:
             return None
-        try:
-            path = PIDS_CGROUP_ROOT / f"nl2repo-{os.getpid()}-{time.monotonic_ns()}"
-            path.mkdir()
-            (path / "pids.max").write_text(str(int(nproc)))
-            return cls(path)
-        except OSError:
-            return None
+        settings = {"pids": {"pids.max": str(int(limits.nproc))},
+                    "memory": {"memory.limit_in_bytes": str(int(limits.memory_mb) << 20)}}
+        name = f"nl2repo-{os.getpid()}-{time.monotonic_ns()}"
+        groups = {}
+        for ctrl in controllers:
+            root = CGROUP_ROOT / ctrl
+            if not (root / "cgroup.procs").exists():
+                continue
+            path = root / name
+            try:
+                path.mkdir()
+                for key, value in settings[ctrl].items():
+                    (path / key).write_text(value)
+                groups[ctrl] = path
+            except OSError:
+                try:
+                    path.rmdir()
+                except OSError:
+                    pass
+        return cls(groups) if groups else None
+
+    @property
+    def path(self) -> Path:
+        return next(iter(self.groups.values()))
 
     def enter(self) -> None:  # called in the child before exec
-        with open(self.path / "cgroup.procs", "w") as fh:
-            fh.write("0")
+        for path in self.groups.values():
+            with open(path / "cgroup.procs", "w") as fh:
+                fh.write("0")
+
+    def _read(self, ctrl: str, name: str) -> str:
+        try:
+            return (self.groups[ctrl] / name).read_text() if ctrl in self.groups else ""
+        except OSError:
+            return ""
 
     def hit_limit(self) -> bool:
-        try:
-            for line in (self.path / "pids.events").read_text().splitlines():
-                key, _, val = line.partition(" ")
-                if key == "max" and int(val) > 0:
+        """Whether the process cap was reached or the memory cap made the kernel kill."""
+        for text, key in ((self._read("pids", "pids.events"), "max"),
+                          (self._read("memory", "memory.oom_control"), "oom_kill")):
+            for line in text.splitlines():
+                k, _, val = line.partition(" ")
+                if k == key and val.strip().isdigit() and int(val) > 0:
                     return True
-        except (OSError, ValueError):
-            pass
         return False
 
+    def peak_memory_mb(self) -> float | None:
+        text = self._read("memory", "memory.max_usage_in_bytes").strip()
+        return int(text) / (1 << 20) if text.isdigit() else None
+
     def pids(self) -> list[int]:
-        try:
-            return [int(x) for x in (self.path / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            return []
+        found = set()
+        for ctrl in self.groups:
+            found.update(int(x) for x in self._read(ctrl, "cgroup.procs").split() if x.isdigit())
+        return sorted(found)
 
     def destroy(self) -> bool:
-        """Kill every process left in the group and remove it; True if any were left."""
+        """Kill every process left in the groups and remove them; True if any were left."""
         left = False
         for _ in range(50):
             pids = self.pids()
@@ -176,10 +208,13 @@ class PidsCgroup:
                 except ProcessLookupError:
                     pass
             time.sleep(0.05)
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass
+        for path in self.groups.values():
+            for _ in range(20):
+                try:
+                    path.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.05)
         return left
 
 
@@ -187,14 +222,23 @@ def process_limit_enforced() -> bool:
     """Whether ``limits.nproc`` binds here: not root (``RLIMIT_NPROC``) or a writable ``pids`` cgroup."""
     if os.geteuid() != 0:
         return True
-    probe = PidsCgroup.create(1)
+    probe = RunCgroup.create(Limits(nproc=1), controllers=("pids",))
     if probe is None:
         return False
     probe.destroy()
     return True
 
 
-def _rlimit_setter(limits: Limits, cpu_s: float, cgroup: "PidsCgroup | None" = None):
+def memory_cgroup_available() -> bool:
+    """Whether runs get a memory cgroup here (root with a writable cgroup-v1 ``memory`` controller)."""
+    probe = RunCgroup.create(Limits(), controllers=("memory",))
+    if probe is None:
+        return False
+    probe.destroy()
+    return True
+
+
+def _rlimit_setter(limits: Limits, cpu_s: float, cgroup: "RunCgroup | None" = None):
     mem = int(limits.memory_mb) << 20
     fsize = int(limits.file_mb) << 20
     nproc = int(limits.nproc)
@@ -241,6 +285,99 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
+# What a sandboxed process sees of the host, read-only: the operating system's folders and the
+# Python runtime (prefixes and site-packages). Nothing else of the host exists inside: not
+# the project's repository, its .git, other checkouts, home folders, /srv, /opt or /mnt.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+_NEW_ROOT_CANDIDATES = ("/media", "/srv", "/opt", "/mnt")   # an existing folder to stage the new root
+
+
+def _within(path: Path, roots) -> bool:
+    return any(path == r or r in path.parents for r in roots)
+
+
+def _symlink_chain(path: Path) -> tuple[list, Path]:
+    """The symlinks met while resolving ``path`` (link, target) and the real path it names."""
+    links, cur = [], Path("/")
+    for part in Path(os.path.abspath(path)).parts[1:]:
+        nxt = cur / part
+        if nxt.is_symlink():
+            links.append((nxt, os.readlink(nxt)))
+            cur = Path(os.path.realpath(nxt))
+        else:
+            cur = nxt
+    return links, cur
+
+
+def _runtime() -> tuple[list, list]:
+    """The Python runtime as (symlinks to recreate, real folders to bind read-only).
+
+    The interpreter's prefixes and site-packages folders, resolved; when one is reached
+    through a symlink (a virtual environment linked under ``/tmp``, say), the link is
+    recreated inside the sandbox too, so both spellings of the path work. The project's own
+    source (an editable install's ``src``) is not part of it.
+    """
+    import site
+    import sys
+
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  *site.getsitepackages(), os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        candidates.append(site.getusersitepackages())
+    system = [Path(p) for p in SYSTEM_PATHS]
+    links, dirs = {}, []
+    for cand in candidates:
+        if not os.path.isdir(cand):
+            continue
+        chain, real = _symlink_chain(Path(cand))
+        for link, target in chain:
+            if not _within(Path(os.path.realpath(link.parent)), system):
+                links[link] = target
+        if not _within(real, system):
+            dirs.append(real)
+    dirs = sorted(set(dirs), key=lambda d: len(d.parts))
+    outer = [d for d in dirs if not _within(d, [o for o in dirs if o != d])]
+    return sorted(links.items(), key=lambda kv: len(kv[0].parts)), outer
+
+
+def file_view(limits: Limits, rw_paths=(), ro_paths=(), hidden_paths=()) -> list[tuple]:
+    """The ordered mount plan of a sandboxed process: ``(op, path[, arg])`` tuples.
+
+    ``op`` is ``ro``/``rw`` (bind), ``symlink``, ``tmpfs`` (size in bytes), ``dev``,
+    ``proc``, ``hide_dir`` or ``hide_file``. Order: system folders, ``/tmp``, ``/dev``,
+    ``/dev/shm``, ``/proc``, the runtime, then ``ro_paths`` and ``rw_paths`` (parents
+    first), then hidden paths, last, so that no bind makes a hidden path reappear. A path
+    already visible through a system or runtime folder is not bound again; a hidden path
+    that nothing makes visible needs no mount.
+    """
+    half = max(1, int(limits.tmpfs_mb) // 2) << 20
+    plan: list[tuple] = []
+    for p in SYSTEM_PATHS:
+        if os.path.islink(p):
+            plan.append(("symlink", Path(p), os.readlink(p)))
+        elif os.path.isdir(p):
+            plan.append(("ro", Path(p)))
+    plan += [("tmpfs", Path("/tmp"), half), ("dev", Path("/dev")), ("tmpfs", Path("/dev/shm"), half),
+             ("proc", Path("/proc"))]
+    links, runtime = _runtime()
+    plan += [("symlink", link, target) for link, target in links]
+    plan += [("ro", d) for d in runtime]
+    visible = [Path(p) for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)] + runtime
+    binds = [("ro", Path(os.path.abspath(p))) for p in ro_paths]
+    binds = [(op, p) for op, p in binds if not _within(Path(os.path.realpath(p)), visible)]
+    binds += [("rw", Path(os.path.abspath(p))) for p in rw_paths]
+    binds.sort(key=lambda b: len(b[1].parts))
+    plan += binds
+    shown = visible + [p for _, p in binds]
+    hidden = [Path(os.path.abspath(h)) for h in hidden_paths if os.path.lexists(h)]
+    dirs = [h for h in hidden if h.is_dir()]
+    for h in sorted(hidden, key=lambda q: len(q.parts)):
+        if not _within(h, shown) or _within(h, [d for d in dirs if d != h]):
+            continue   # invisible anyway, or inside a folder hidden already
+        plan.append(("hide_dir" if h.is_dir() else "hide_file", h))
+    return plan
+
+
 class _Base:
     isolation = "none"
 
@@ -256,26 +393,22 @@ class _Base:
         return self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
                            subprocess.PIPE)
 
-    def _popen(self, argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s, stdin):
+    def _popen(self, argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s, stdin,
+               pass_fds=()):
         timeout = float(limits.wall_s if timeout_s is None else timeout_s)
-        runtime = _runtime_paths() if self.isolation != "none" else []
-        # A read-only path inside a runtime folder is visible already (binding it again
-        # fails on symlinks, e.g. a virtual environment's bin/python).
-        ro = [Path(p) for p in ro_paths]
-        ro = [p for p in ro if not any(r == p or r in p.parents for r in runtime)]
-        full = self._wrap([str(a) for a in argv], Path(cwd), limits,
-                          [Path(p) for p in rw_paths], [Path(p) for p in hidden_paths], ro)
+        full = self._wrap([str(a) for a in argv], Path(cwd), limits, [Path(p) for p in rw_paths],
+                          [Path(p) for p in hidden_paths], [Path(p) for p in ro_paths])
         env = {**env, **getattr(self, "_env_extra", {})}
-        cgroup = PidsCgroup.create(limits.nproc)
+        cgroup = RunCgroup.create(limits)
         proc = subprocess.Popen(
             full, cwd=str(cwd), env={k: str(v) for k, v in env.items()}, stdin=stdin,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=_rlimit_setter(limits, 2 * timeout, cgroup))
+            pass_fds=tuple(pass_fds), preexec_fn=_rlimit_setter(limits, 2 * timeout, cgroup))
         proc.nl2repo_cgroup = cgroup
         return proc
 
     def run(self, argv, *, cwd, env, limits, rw_paths=(), hidden_paths=(), ro_paths=(),
-            stdin=None, timeout_s=None) -> ProcResult:
+            stdin=None, timeout_s=None, pass_fds=()) -> ProcResult:
         """Run ``argv`` in ``cwd`` under the limits; never raises for the process's own failures.
 
         Parameters
@@ -287,15 +420,17 @@ class _Base:
             The complete environment (nothing is inherited).
         limits : Limits
         rw_paths, ro_paths, hidden_paths : paths
-            Writable binds, extra read-only binds, folders replaced by empty tmpfs.
+            Writable binds, extra read-only binds, paths covered by empty mounts.
         stdin : bytes, optional
         timeout_s : float, optional
             Wall-clock deadline (default ``limits.wall_s``).
+        pass_fds : sequence of int
+            File descriptors the process inherits (e.g. the write end of a report pipe).
         """
         timeout = float(limits.wall_s if timeout_s is None else timeout_s)
         start = time.monotonic()
         proc = self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
-                           subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
+                           subprocess.PIPE if stdin is not None else subprocess.DEVNULL, pass_fds)
         cgroup = proc.nl2repo_cgroup
         out, err = Tail(proc.stdout), Tail(proc.stderr)
         if stdin is not None:
@@ -320,9 +455,10 @@ class _Base:
         leftover = _group_alive(proc.pid)
         if leftover:
             _kill_group(proc, signal.SIGKILL)
-        nproc_hit = False
+        limit_hit, peak = False, None
         if cgroup is not None:
-            nproc_hit = cgroup.hit_limit()
+            limit_hit = cgroup.hit_limit()
+            peak = cgroup.peak_memory_mb()
             leftover = cgroup.destroy() or leftover
         stdout, stderr = out.value(), err.value()
         rc = proc.returncode
@@ -333,10 +469,11 @@ class _Base:
                 by_limit = True
             elif rc not in (0, None) and any(m in stderr[-65536:] for m in RESOURCE_MARKERS):
                 by_limit = True
-            elif nproc_hit:
+            elif limit_hit:
                 by_limit = True
-        return ProcResult(rc, stdout, stderr, wall, timed_out, by_limit, sig, self.isolation,
-                          leftover)
+        res = ProcResult(rc, stdout, stderr, wall, timed_out, by_limit, sig, self.isolation, leftover)
+        res.peak_memory_mb = peak
+        return res
 
 
 class NoSandbox(_Base):
@@ -354,27 +491,8 @@ class NoSandbox(_Base):
         return argv
 
 
-def _runtime_paths() -> list:
-    """Folders the sandboxed Python needs that the private ``/tmp`` would otherwise hide.
-
-    When the interpreter, the virtual environment or icml26's own source (an editable
-    install) lives under ``/tmp`` -- as in a CI checkout there -- it is bound back read-only;
-    hidden paths are mounted over it afterwards, so nothing hidden reappears.
-    """
-    import sys
-
-    import icml26
-
-    tmp = Path("/tmp")
-    candidates = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-                  Path(sys.executable).resolve().parent.parent,
-                  Path(icml26.__file__).resolve().parents[1]}
-    found = sorted({c.resolve() for c in candidates if c.is_dir() and tmp in c.resolve().parents})
-    return [p for p in found if not any(q in p.parents for q in found)]
-
-
 class BwrapSandbox(_Base):
-    """bubblewrap: user, mount, PID, network, IPC, UTS namespaces; read-only root."""
+    """bubblewrap: user, mount, PID, network, IPC, UTS namespaces; a whitelisted, read-only root."""
 
     isolation = "bwrap"
 
@@ -386,62 +504,74 @@ class BwrapSandbox(_Base):
 
     def _wrap(self, argv, cwd, limits, rw_paths, hidden_paths, ro_paths):
         cmd = [self.binary, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
-               "--gid", str(SANDBOX_UID), "--die-with-parent", "--new-session",
-               "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-               "--tmpfs", "/dev/shm"]
-        for p in _runtime_paths():
-            cmd += ["--ro-bind", str(p), str(p)]
+               "--gid", str(SANDBOX_UID), "--die-with-parent", "--new-session"]
         if limits.network:
             cmd.append("--share-net")
-        for p in ro_paths:
-            cmd += ["--ro-bind", str(p), str(p)]
-        for p in rw_paths:
-            cmd += ["--bind", str(p), str(p)]
-        for h in hidden_paths:  # last: nothing bound above can make a hidden path reappear
-            if h.is_dir():
-                cmd += ["--tmpfs", str(h)]
-            elif h.exists():
-                cmd += ["--ro-bind", "/dev/null", str(h)]
-        cmd += ["--chdir", str(cwd), "--"]
+        for op, path, *arg in file_view(limits, rw_paths, ro_paths, hidden_paths):
+            if op in ("ro", "rw"):
+                cmd += ["--ro-bind" if op == "ro" else "--bind", str(path), str(path)]
+            elif op == "symlink":
+                cmd += ["--symlink", str(arg[0]), str(path)]
+            elif op == "tmpfs":
+                cmd += ["--size", str(arg[0]), "--tmpfs", str(path)]
+            elif op == "dev":
+                cmd += ["--dev", str(path)]
+            elif op == "proc":
+                cmd += ["--proc", str(path)]
+            elif op == "hide_dir":
+                cmd += ["--size", "4096", "--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
+            elif op == "hide_file":
+                cmd += ["--ro-bind", "/dev/null", str(path)]
+        cmd += ["--remount-ro", "/", "--chdir", str(cwd), "--"]
         return cmd + list(argv)
 
 
 _UNSHARE_SETUP = r"""
 set -e
-stage=/mnt
-mount -t tmpfs -o size=1m nl2repo-stage "$stage"
-i=0
-for p in $NL2REPO_SYS $NL2REPO_RO $NL2REPO_RW; do
-  i=$((i+1))
-  if [ -d "$p" ]; then mkdir -p "$stage/$i"; else : > "$stage/$i"; fi
-  mount --bind "$p" "$stage/$i"
+new="$NL2REPO_NEWROOT"
+mount -t tmpfs -o size=4m,mode=755 nl2repo-root "$new"
+printf '%s\n' "$NL2REPO_PLAN" | while read -r op path arg; do
+  [ -n "$op" ] || continue
+  t="$new$path"
+  case "$op" in
+    ro|rw)
+      if [ -d "$path" ]; then mkdir -p "$t"; else mkdir -p "$(dirname "$t")"; [ -e "$t" ] || : > "$t"; fi
+      mount --bind "$path" "$t"
+      if [ "$op" = ro ]; then
+        mount -o remount,bind,ro "$t" 2>/dev/null || mount -o remount,bind,ro,nosuid,nodev "$t"
+      fi ;;
+    symlink) mkdir -p "$(dirname "$t")"; ln -s "$arg" "$t" ;;
+    tmpfs) mkdir -p "$t"; mount -t tmpfs -o "size=$arg,mode=1777" nl2repo-tmp "$t" ;;
+    dev)
+      mkdir -p "$t"; mount -t tmpfs -o size=64k,mode=755 nl2repo-dev "$t"
+      for n in null zero full random urandom tty; do : > "$t/$n"; mount --bind "/dev/$n" "$t/$n"; done
+      ln -s /proc/self/fd "$t/fd"; ln -s /proc/self/fd/0 "$t/stdin"
+      ln -s /proc/self/fd/1 "$t/stdout"; ln -s /proc/self/fd/2 "$t/stderr" ;;
+    proc) mkdir -p "$t"; mount -t proc nl2repo-proc "$t" ;;
+    hide_dir) mount -t tmpfs -o ro,size=4k,mode=555 nl2repo-hidden "$t" ;;
+    hide_file) mount --bind /dev/null "$t" ;;
+    *) echo "nl2repo-sandbox: unknown op $op" >&2; exit 1 ;;
+  esac
 done
-mount -t tmpfs nl2repo-tmp /tmp
-mount -t tmpfs nl2repo-shm /dev/shm 2>/dev/null || true
-# Bind back in order: runtime (read-only), extra read-only paths, writable paths; then the
-# hidden paths, last, so that nothing bound above makes one reappear.
-i=0
-for p in $NL2REPO_SYS $NL2REPO_RO $NL2REPO_RW; do
-  i=$((i+1))
-  if [ -d "$stage/$i" ]; then mkdir -p "$p"; else mkdir -p "$(dirname "$p")"; [ -e "$p" ] || : > "$p"; fi
-  mount --bind "$stage/$i" "$p"
-done
-for p in $NL2REPO_HIDE_DIRS; do mkdir -p "$p"; mount -t tmpfs -o ro,size=1k nl2repo-hidden "$p"; done
-for p in $NL2REPO_HIDE_FILES; do
-  mkdir -p "$(dirname "$p")"; [ -e "$p" ] || : > "$p"; mount --bind /dev/null "$p"
-done
-for p in $NL2REPO_SYS $NL2REPO_RO; do mount -o remount,bind,ro "$p"; done
-mount -o remount,bind,ro /
+mkdir "$new/.old"
+cd "$new"
+"$NL2REPO_PIVOT_ROOT" . .old
+cd /
+umount -l /.old
+rmdir /.old
+mount -o remount,ro nl2repo-root /
 cd "$NL2REPO_CWD"
-unset NL2REPO_SYS NL2REPO_RW NL2REPO_RO NL2REPO_HIDE_DIRS NL2REPO_HIDE_FILES NL2REPO_CWD
+unset NL2REPO_PLAN NL2REPO_NEWROOT NL2REPO_CWD NL2REPO_PIVOT_ROOT
 exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
 """
 
 
 class UnshareSandbox(_Base):
-    """util-linux ``unshare``: user, mount, PID and network namespaces; read-only root.
+    """util-linux ``unshare``: user, mount, PID and network namespaces; a whitelisted, read-only root.
 
-    Paths must not contain whitespace (they pass through a small setup shell script).
+    The setup script builds a new root on a tmpfs (system folders and runtime bound
+    read-only, then the run's own paths), pivots into it (``pivot_root``) and detaches the host's
+    root. Paths must not contain whitespace (they pass through the small shell script).
     """
 
     isolation = "unshare"
@@ -449,36 +579,31 @@ class UnshareSandbox(_Base):
     def __init__(self):
         self.binary = shutil.which("unshare")
         self.setpriv = shutil.which("setpriv")
-        if self.binary is None or self.setpriv is None:
-            raise SandboxUnavailable("sandbox='unshare' needs util-linux's unshare and setpriv "
-                                     "(Debian package 'util-linux')")
+        self.pivot_root = shutil.which("pivot_root") or next(
+            (p for p in ("/usr/sbin/pivot_root", "/sbin/pivot_root") if os.path.exists(p)), None)
+        if self.binary is None or self.setpriv is None or self.pivot_root is None:
+            raise SandboxUnavailable("sandbox='unshare' needs util-linux's unshare, setpriv and "
+                                     "pivot_root (Debian package 'util-linux')")
+        self.new_root = next((p for p in _NEW_ROOT_CANDIDATES if os.path.isdir(p)), None)
+        if self.new_root is None:
+            raise SandboxUnavailable("sandbox='unshare' needs an existing folder to stage its root "
+                                     f"(one of {', '.join(_NEW_ROOT_CANDIDATES)})")
 
     def _wrap(self, argv, cwd, limits, rw_paths, hidden_paths, ro_paths):
-        for p in [*rw_paths, *hidden_paths, *ro_paths, cwd]:
-            if any(c.isspace() for c in str(p)):
-                raise ValueError(f"unshare sandbox: path {p} contains whitespace")
+        plan = file_view(limits, rw_paths, ro_paths, hidden_paths)
+        for _, path, *arg in plan:
+            if any(c.isspace() for c in str(path) + "".join(map(str, arg))):
+                raise ValueError(f"unshare sandbox: path {path} contains whitespace")
+        if any(c.isspace() for c in str(cwd)):
+            raise ValueError(f"unshare sandbox: path {cwd} contains whitespace")
         flags = [self.binary, "--user", "--map-root-user", "--mount", "--pid", "--fork",
-                 "--kill-child", "--mount-proc", "--propagation", "private"]
+                 "--kill-child", "--propagation", "private"]
         if not limits.network:
             flags.append("--net")
-        # A path inside a hidden folder is hidden already (and its read-only tmpfs could not
-        # hold a mount point for it).
-        dirs = [h for h in hidden_paths if h.is_dir()]
-        hide_dirs = [h for h in dirs if not any(d != h and d in h.parents for d in dirs)]
-
-        def inside(h):
-            return any(d in h.parents for d in hide_dirs)
-
-        self._env_extra = {"NL2REPO_RW": " ".join(map(str, rw_paths)),
-                           "NL2REPO_HIDE_DIRS": " ".join(map(str, hide_dirs)),
-                           "NL2REPO_HIDE_FILES": " ".join(str(h) for h in hidden_paths
-                                                          if h.exists() and not h.is_dir()
-                                                          and not inside(h)),
-                           "NL2REPO_SYS": " ".join(map(str, _runtime_paths())),
-                           "NL2REPO_RO": " ".join(map(str, ro_paths)),
-                           "NL2REPO_CWD": str(cwd)}
+        self._env_extra = {"NL2REPO_PLAN": "\n".join(" ".join(map(str, step)) for step in plan),
+                           "NL2REPO_NEWROOT": self.new_root, "NL2REPO_CWD": str(cwd),
+                           "NL2REPO_PIVOT_ROOT": self.pivot_root}
         return flags + ["/bin/sh", "-c", _UNSHARE_SETUP, "nl2repo-sandbox", *argv]
-
 
 
 def _probe(box) -> bool:

@@ -41,12 +41,14 @@ class TaskFormatError(ValueError):
 class ManifestMismatchError(RuntimeError):
     """The reference solution does not pass every node ID of the frozen manifest."""
 
-    def __init__(self, task_id: str, failing: list[str]):
+    def __init__(self, task_id: str, failing: list[str], detail: str = ""):
         self.task_id = task_id
         self.failing = list(failing)
+        self.detail = detail
         shown = ", ".join(self.failing[:10]) + (" …" if len(self.failing) > 10 else "")
         super().__init__(f"task {task_id!r}: the reference fails {len(self.failing)} manifest "
-                         f"test(s) in this environment (denominator drift): {shown}")
+                         f"test(s) in this environment (denominator drift, or an environment the "
+                         f"harness cannot grade in): {shown}" + (f" ({detail})" if detail else ""))
 
 
 def _positive(name: str, value, *, integer: bool = False) -> None:
@@ -79,6 +81,11 @@ class Limits:
         ``RLIMIT_FSIZE`` in MiB.
     workspace_mb : int
         Workspace size cap, checked after the agent phase.
+    tmpfs_mb : int
+        RAM-backed scratch space of each sandboxed process: its private ``/tmp`` and
+        ``/dev/shm`` are tmpfs of ``tmpfs_mb / 2`` MiB each (≤ ``memory_mb``); where the
+        harness can create a memory cgroup (root), their pages also count against
+        ``memory_mb`` together with the processes' own memory.
     network : bool
         Allow the network (accepted only with ``isolation="none"``).
 
@@ -97,12 +104,13 @@ class Limits:
     nproc: int = 512
     file_mb: int = 256
     workspace_mb: int = 1024
+    tmpfs_mb: int = 512
     network: bool = False
 
     def __post_init__(self) -> None:
         for name in ("wall_s", "tool_timeout_s", "install_timeout_s", "test_timeout_s"):
             _positive(name, getattr(self, name))
-        for name in ("memory_mb", "nproc", "file_mb", "workspace_mb"):
+        for name in ("memory_mb", "nproc", "file_mb", "workspace_mb", "tmpfs_mb"):
             _positive(name, getattr(self, name), integer=True)
         if self.max_steps is not None:
             _positive("max_steps", self.max_steps, integer=True)
@@ -110,6 +118,8 @@ class Limits:
             raise ValueError(f"wall_s must be <= 24 h ({_DAY_S:.0f} s), got {self.wall_s}")
         if self.memory_mb < 256:
             raise ValueError(f"memory_mb must be >= 256, got {self.memory_mb}")
+        if not 2 <= self.tmpfs_mb <= self.memory_mb:
+            raise ValueError(f"tmpfs_mb must be in [2, memory_mb={self.memory_mb}], got {self.tmpfs_mb}")
         if not isinstance(self.network, bool):
             raise TypeError(f"network must be a bool, got {self.network!r}")
 
