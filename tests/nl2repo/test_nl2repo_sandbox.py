@@ -64,6 +64,32 @@ def test_tmpfs_is_capped(box, dirs):
     assert res.text().split() == ["32", "32"]
 
 
+_FILL_TMPFS = ("import os\nblock = b'0' * (8 << 20)\nfor i in range(64):\n"
+               "    with open(('/tmp', '/dev/shm')[i % 2] + f'/f{i}', 'wb') as fh:\n"
+               "        fh.write(block)\nprint('filled')")
+
+
+def test_full_tmpfs_is_a_resource_kill(box, dirs):
+    """512 MiB into a 2 × 32 MiB tmpfs: refused (ENOSPC), labelled as a resource limit."""
+    ws, _, _ = dirs
+    res = _py(box, _FILL_TMPFS, ws, limits=Limits(wall_s=30, tmpfs_mb=64))
+    assert "filled" not in res.text() and "No space left on device" in res.text("stderr")
+    assert res.killed_by_limit
+
+
+def test_tmpfs_pages_count_against_the_memory_limit(box, dirs):
+    """With a memory cgroup, 512 MiB of tmpfs under a 300 MiB limit is killed before ENOSPC."""
+    from icml26.nl2repo.sandbox import memory_cgroup_available
+
+    if not memory_cgroup_available():
+        pytest.skip("no writable memory cgroup here (not root): tmpfs is capped by size only")
+    ws, _, _ = dirs
+    res = _py(box, _FILL_TMPFS, ws, limits=Limits(wall_s=30, memory_mb=300, tmpfs_mb=300))
+    assert "filled" not in res.text() and res.killed_by_limit
+    assert "No space left on device" not in res.text("stderr")      # the cgroup, not the size cap
+    assert res.peak_memory_mb is not None and res.peak_memory_mb >= 250
+
+
 def test_inherited_fd_reaches_the_process(box, dirs):
     import os
 

@@ -100,14 +100,14 @@ def read_stream(data: bytes, overflow: bool = False) -> Stream:
     for raw in data.split(b"\n"):
         if not raw.strip():
             continue
+        if out.ended:
+            out.problems.append("event_after_end")
+            continue
         try:
             event = json.loads(raw)
             kind = event["ev"]
         except (ValueError, TypeError, KeyError):
             out.problems.append("malformed_line")
-            continue
-        if out.ended:
-            out.problems.append("event_after_end")
             continue
         if kind == "start":
             if out.started:
