@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 
-from icml26.core.validation import check_choice, check_finite_array, check_int
+from icml26.core.validation import check_choice, check_finite_array, check_int, check_scalar_in
 
 from .data import SEEGMontage, raw_to_arrays, windows as cut_windows
 from .model import EpiTwinGenerator, LaBraMStyleTransformer, MultiScaleDiscriminator, montage_tensors
@@ -58,6 +58,8 @@ class BaseReconstructor(BaseEstimator):
 
     # -- input handling ----------------------------------------------------------------------
     def _one(self, X, montage, fs, name):
+        if fs is not None:  # #33: fs=0, -256 or NaN used to be accepted (or fail as "nan vs nan")
+            fs = check_scalar_in(fs, "fs", low=0.0, low_inclusive=False)
         if _is_raw(X):
             Xa, raw_montage, raw_fs = raw_to_arrays(X)
             montage = raw_montage if montage is None else montage

@@ -19,15 +19,21 @@ Examples
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.signal import welch
 
 from icml26.core.validation import check_finite_array, check_scalar_in
 
-__all__ = ["reconstruction_metrics", "BANDS"]
+__all__ = ["reconstruction_metrics", "BANDS", "FLAT_POWER_REL"]
 
 BANDS = {"delta": (1, 4), "theta": (4, 8), "alpha": (8, 13), "beta": (13, 30), "gamma": (30, 80),
          "high_gamma": (80, 120)}
+
+#: A band holds "no power" of the truth when its power (variance in the band) is below this
+#: fraction of the truth's mean square; its ratios are then NaN with a RuntimeWarning.
+FLAT_POWER_REL = 1e-12
 
 
 def _band(freqs, lo, hi):
@@ -50,7 +56,10 @@ def reconstruction_metrics(y_true, y_pred, fs: float, nperseg: int = 256) -> dic
     -------
     dict
         ``rmse, mae, pearson, lsd, soi`` and ``bpr_<band>`` for the bands of :data:`BANDS`
-        (NaN for a band above Nyquist).
+        (NaN for a band above Nyquist). ``soi`` and a ``bpr_<band>`` are NaN, with one
+        ``RuntimeWarning`` naming them, when ``y_true`` has no power in that band (below
+        :data:`FLAT_POWER_REL` of its mean square, e.g. constant series): a ratio to nothing is
+        undefined; ``rmse``, ``mae`` and ``lsd`` stay defined.
     """
     y_true = check_finite_array(y_true, "y_true", dtype=np.float64)
     y_pred = check_finite_array(y_pred, "y_pred", dtype=np.float64)
@@ -74,9 +83,26 @@ def reconstruction_metrics(y_true, y_pred, fs: float, nperseg: int = 256) -> dic
     lsd = np.sqrt(np.mean((10 * np.log10(Ph[:, band] + tiny) - 10 * np.log10(P[:, band] + tiny)) ** 2,
                           axis=1))
     out["lsd"] = float(lsd.mean())
+    # A ratio to the truth's power in a band is undefined when the truth has none there (a
+    # constant or flat series): NaN with one RuntimeWarning naming the bands, never a silent
+    # NaN/inf (#33). "No power" is below FLAT_POWER_REL of the truth's mean square.
+    df = float(freqs[1] - freqs[0]) if len(freqs) > 1 else float(fs)
+    floor = FLAT_POWER_REL * float(np.mean(a ** 2)) * a.shape[0]  # pooled over series
+    undefined = []
+
+    def ratio(sel, key):
+        p = float(P[:, sel].sum())
+        if p * df <= floor or p <= 0.0:
+            undefined.append(key)
+            return float("nan")
+        return float(Ph[:, sel].sum()) / p
+
     hi = _band(freqs, 30.0, 100.0 + 1e-9)
-    out["soi"] = float(1.0 - Ph[:, hi].sum() / max(P[:, hi].sum(), tiny))
+    out["soi"] = 1.0 - ratio(hi, "soi") if hi.any() else float("nan")
     for name, (lo, up) in BANDS.items():
         sel = _band(freqs, lo, up)
-        out[f"bpr_{name}"] = float(Ph[:, sel].sum() / P[:, sel].sum()) if sel.any() else float("nan")
+        out[f"bpr_{name}"] = ratio(sel, f"bpr_{name}") if sel.any() else float("nan")
+    if undefined:
+        warnings.warn(f"y_true has no power in the band(s) of {', '.join(undefined)} (constant or flat "
+                      "series); these ratios are NaN", RuntimeWarning, stacklevel=2)
     return out
