@@ -101,3 +101,55 @@ def test_bad_inputs_raise_naming_the_argument():
         m(xyz[:, :5], feats[:, :5])
     with pytest.raises(ValueError, match="all points are identical"):
         m(torch.zeros_like(xyz), feats)
+
+
+def test_float32_module_given_float64_features_raises_and_double_module_works():
+    xyz, feats, kappa = _inputs()                      # float64, as torch.from_numpy gives
+    m = CurvatureHyperbolicRectifier(8, hyp_dim=6, k=8)
+    with pytest.raises(TypeError, match=r"feats has dtype torch.float64 .* torch.float32.*\.double\(\)"):
+        m(xyz, feats, kappa)
+    out = m.double()(xyz, feats, kappa)
+    assert out["pooled"].dtype == torch.float64
+    # float64 coordinates with float32 features are fine: xyz only feeds the curvature estimate
+    assert m.float()(xyz, feats.float())["pooled"].dtype == torch.float32
+
+
+def test_return_points_false_skips_the_point_tensors_only():
+    xyz, feats, kappa = _inputs()
+    m = CurvatureHyperbolicRectifier(8, hyp_dim=6, k=8).double()
+    full, lean = m(xyz, feats, kappa), m(xyz, feats, kappa, return_points=False)
+    assert set(full) - set(lean) == {"ball", "tangent"}
+    for key in lean:
+        assert torch.equal(full[key], lean[key]), key
+
+
+def test_weights_are_cosh_of_the_radius_and_stay_finite_near_the_boundary():
+    xyz, feats, kappa = _inputs(dtype=torch.float32)
+    m = CurvatureHyperbolicRectifier(8, k=8, t_max=8.0, gamma_init=0.99)
+    out = m(xyz, feats, torch.ones_like(kappa))
+    expected = torch.cosh(out["radius"]).clamp_max(1e-5 ** -0.5)       # γ = cosh(√c ρ'), c = 1
+    assert torch.allclose(out["weight"], expected, rtol=1e-5)
+    assert float(out["weight"].detach().max()) == pytest.approx(316.2278, rel=1e-5)
+
+
+def test_quantile_gate_rises_from_0_1_to_0_9_across_the_quantile_range():
+    from icml26.pointchr import quantile_gate
+    gen = torch.Generator().manual_seed(0)
+    kappa = torch.rand(50, 200, generator=gen) ** 2
+    gate = quantile_gate(kappa, 0.5, 0.9)
+    low, high = torch.quantile(kappa.double().flatten(), torch.tensor([0.5, 0.9], dtype=torch.float64))
+    assert gate["kappa_low"] == pytest.approx(float(low)) and gate["kappa_high"] == pytest.approx(float(high))
+    m = CurvatureHyperbolicRectifier(4, a_init=gate["a_init"], b_init=gate["b_init"]).double()
+    g = m.gate_values(torch.stack([low, high]), torch.ones(2, dtype=torch.float64))
+    assert torch.allclose(g, torch.tensor([0.1, 0.9], dtype=torch.float64), atol=1e-6)
+
+
+@pytest.mark.parametrize("args, match", [
+    ((torch.zeros(100), 0.5, 0.9), "coincide"), ((torch.rand(10), 0.9, 0.5), "q_high must be > q_low"),
+    ((torch.tensor([0.1, float("nan")]), 0.5, 0.9), "curvature contains NaN"),
+    ((torch.zeros(0), 0.5, 0.9), "curvature is empty"), ((torch.rand(10), 0.5, 1.5), "q_high must be in"),
+])
+def test_quantile_gate_bad_inputs_raise(args, match):
+    from icml26.pointchr import quantile_gate
+    with pytest.raises(ValueError, match=match):
+        quantile_gate(*args)

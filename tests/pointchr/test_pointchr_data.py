@@ -6,8 +6,8 @@ import torch
 from sklearn.base import clone
 
 from icml26.pointchr import (DGCNNLite, HyCoReLite, PointCHRClassifier, PointNet2Lite, PointNetLite,
-                             load_point_cloud,
-                             make_coarse_dataset, make_fine_detail_dataset)
+                             load_point_cloud, make_coarse_dataset, make_fine_detail_dataset,
+                             surface_variation)
 from icml26.pointchr.data import _gear, _gear_profile, _rounded_box
 
 
@@ -145,3 +145,28 @@ def test_classifier_bad_input_raises():
         PointCHRClassifier(k=16).fit(X[:, :10], y)
     with pytest.raises(ValueError, match="variant must be one of"):
         PointCHRClassifier(variant="x").fit(X, y)
+
+
+@pytest.mark.parametrize("net", [PointNetLite(4, use_chr=True, k=8), DGCNNLite(4, k=8), HyCoReLite(4),
+                                 PointNet2Lite(4, k=8, centroids=(16, 8), nsample=8)])
+def test_float32_backbone_given_float64_clouds_raises_naming_xyz(net):
+    xyz = torch.from_numpy(np.random.default_rng(0).normal(size=(2, 40, 3)))   # float64, as numpy gives
+    with pytest.raises(TypeError, match=r"xyz has dtype torch.float64 .* parameters are torch.float32.*\.double\(\)"):
+        net(xyz)
+
+
+def test_classifier_gate_rule_initialises_the_gate_from_training_curvature_or_the_spec():
+    from torch.nn.functional import softplus
+
+    from icml26.pointchr.chr import quantile_gate
+    X, y, _, _ = make_fine_detail_dataset(n_per_class=3, n_points=48, families=("rounded_cube",), seed=1)
+    # lr ~ 0: the trained gate is its initialisation
+    rule = PointCHRClassifier(epochs=1, k=8, lr=1e-12).fit(X, y)
+    expected = quantile_gate(surface_variation(torch.from_numpy(X.astype(np.float32)), 8))
+    gate = rule.model_.chr_pool
+    assert float(gate.gate_threshold) == pytest.approx(expected["b_init"], rel=1e-5)
+    assert float(softplus(gate.gate_slope_raw)) == pytest.approx(expected["a_init"], rel=1e-5)
+    spec = PointCHRClassifier(epochs=1, k=8, lr=1e-12, gate_rule="spec").fit(X, y).model_.chr_pool
+    assert float(spec.gate_threshold) == pytest.approx(0.2) and float(softplus(spec.gate_slope_raw)) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="gate_rule must be one of"):
+        PointCHRClassifier(k=8, gate_rule="median").fit(X, y)

@@ -8,13 +8,13 @@ labelled Resolution (see the README).
 """
 
 from .baselines import DGCNNLite, EdgeConv, HyCoReLite, PointNet2Lite, PointNetLite, shuffle_within_clouds
-from .chr import CHR, CurvatureHyperbolicRectifier
+from .chr import CHR, GATE_QUANTILES, CurvatureHyperbolicRectifier, quantile_gate
 from .curvature import knn_indices, surface_variation
 from .data import PointCloudSet, load_point_cloud, make_coarse_dataset, make_fine_detail_dataset
 from .hyperbolic import PoincareOps
 from .train import PointCHRClassifier, build_model, predict_logits, train_classifier
 
-__all__ = ["CurvatureHyperbolicRectifier", "CHR", "PoincareOps", "surface_variation", "knn_indices",
+__all__ = ["CurvatureHyperbolicRectifier", "CHR", "quantile_gate", "GATE_QUANTILES", "PoincareOps", "surface_variation", "knn_indices",
            "PointNetLite", "DGCNNLite", "PointNet2Lite", "HyCoReLite", "EdgeConv", "shuffle_within_clouds",
            "PointCHRClassifier", "build_model", "train_classifier", "predict_logits",
            "make_fine_detail_dataset", "make_coarse_dataset", "load_point_cloud", "PointCloudSet"]

@@ -12,6 +12,9 @@
   HyCoRe code)*: parts are the 25 % of points nearest to a random anchor, the classifier is a
   Euclidean linear layer on ``log_0`` of the whole-cloud embedding (HyCoRe uses a hyperbolic MLR).
 
+Max-pooling uses ``max(dim).values`` rather than ``amax``: the same values and, without ties,
+the same gradient, at about half the backward cost.
+
 References
 ----------
 PointCHR: curvature-aware hyperbolic rectification for point cloud analysis (ICML 2026).
@@ -28,10 +31,10 @@ from geoopt.manifolds.stereographic import math as stereo_math
 from torch import nn
 from torch.nn import functional as F
 
-from icml26.core.validation import check_choice, check_int, check_scalar_in, check_tensor
+from icml26.core.validation import check_choice, check_int, check_scalar_in
 
 from .chr import CurvatureHyperbolicRectifier
-from .curvature import check_finite, check_points, knn_indices, surface_variation
+from .curvature import check_curvature, check_module_dtype, check_points, knn_indices, surface_variation
 from .hyperbolic import PoincareOps
 
 __all__ = ["PointNetLite", "DGCNNLite", "PointNet2Lite", "HyCoReLite", "farthest_point_sample", "ball_query", "EdgeConv", "SharedMLP", "shuffle_within_clouds"]
@@ -82,7 +85,7 @@ class EdgeConv(nn.Module):
         b = torch.arange(feats.shape[0], device=feats.device)[:, None, None]
         nbrs = feats[b, idx]                                          # (B, N, k, C)
         centre = feats.unsqueeze(2).expand_as(nbrs)
-        return self.mlp(torch.cat([centre, nbrs - centre], dim=-1)).amax(dim=2)
+        return self.mlp(torch.cat([centre, nbrs - centre], dim=-1)).max(dim=2).values
 
 
 class _PointClassifier(nn.Module):
@@ -123,23 +126,20 @@ class _PointClassifier(nn.Module):
         ``return_chr=True`` also returns the pooling-stage CHR output dict (or ``None``).
         """
         check_points(xyz, "xyz", k=self.k if (self.needs_curvature and curvature is None) else None)
+        check_module_dtype(self, xyz, "xyz")
         if self.needs_curvature:
             if curvature is None:
                 curvature = surface_variation(xyz, self.k)
-            check_finite(check_tensor(curvature, "curvature", ndim=2, finite=False), "curvature")
-            if curvature.shape != xyz.shape[:2]:
-                raise ValueError(f"curvature must have shape {tuple(xyz.shape[:2])}, "
-                                 f"got {tuple(curvature.shape)}")
-            curvature = curvature.to(xyz.dtype)
+            curvature = check_curvature(curvature, xyz).to(xyz.dtype)
         inp = torch.cat([xyz, curvature.unsqueeze(-1)], -1) if self.curvature_feature else xyz
         h = self._first(inp, xyz)                                        # (B, N, C1)
         if self.chr_embed is not None:
             h = self.chr_embed(xyz, h, curvature)["tangent"]
         h = self.rest(h)                                                 # (B, N, C)
-        pooled = h.amax(dim=1)
+        pooled = h.max(dim=1).values
         out = None
         if self.chr_pool is not None:
-            out = self.chr_pool(xyz, h, curvature)
+            out = self.chr_pool(xyz, h, curvature, return_points=False)
             pooled = torch.cat([pooled, out["pooled"]], dim=-1)
         logits = self.head(pooled)
         return (logits, out) if return_chr else logits
@@ -161,7 +161,9 @@ class PointNetLite(_PointClassifier):
     curvature_feature : bool
         Append ``κ`` to the input coordinates (the curvature-as-feature control).
     hyp_dim : int, optional
-        Projection width before the push at the pooling stage (64 in our experiments).
+        Projection width before the push at the pooling stage; ``None`` (default): no projection,
+        CHR acts on the backbone's own features (the spec's default; a 128→64 projection alone
+        costs about a third of a PointNet-lite forward pass).
     k : int
         Curvature neighbourhood size.
     widths : tuple of int
@@ -180,7 +182,7 @@ class PointNetLite(_PointClassifier):
     """
 
     def __init__(self, num_classes: int, *, use_chr: bool = False, chr_stage: str = "pool",
-                 curvature_feature: bool = False, hyp_dim: int | None = 64, k: int = 16,
+                 curvature_feature: bool = False, hyp_dim: int | None = None, k: int = 16,
                  widths: tuple = (32, 64, 128), head_hidden: int = 64, dropout: float = 0.3,
                  **chr_kwargs):
         widths = [check_int(w, "widths", min_value=1) for w in widths]
@@ -206,7 +208,7 @@ class DGCNNLite(_PointClassifier):
     """
 
     def __init__(self, num_classes: int, *, use_chr: bool = False, chr_stage: str = "pool",
-                 curvature_feature: bool = False, hyp_dim: int | None = 64, k: int = 16,
+                 curvature_feature: bool = False, hyp_dim: int | None = None, k: int = 16,
                  edge_dim: int = 32, feat_dim: int = 128, head_hidden: int = 64,
                  dropout: float = 0.3, **chr_kwargs):
         edge_dim = check_int(edge_dim, "edge_dim", min_value=1)
@@ -258,7 +260,7 @@ class _SetAbstraction(nn.Module):
         local = xyz[b[:, None, None], group] - centres.unsqueeze(2)         # (B, M, S, 3)
         if feats is not None:
             local = torch.cat([local, feats[b[:, None, None], group]], dim=-1)
-        return centres, self.mlp(local).amax(dim=2)
+        return centres, self.mlp(local).max(dim=2).values
 
 
 class PointNet2Lite(nn.Module):
@@ -276,7 +278,7 @@ class PointNet2Lite(nn.Module):
     torch.Size([2, 3])
     """
 
-    def __init__(self, num_classes: int, *, use_chr: bool = False, hyp_dim: int | None = 64,
+    def __init__(self, num_classes: int, *, use_chr: bool = False, hyp_dim: int | None = None,
                  k: int = 16, centroids: tuple = (128, 32), radii: tuple = (0.2, 0.4),
                  nsample: int = 32, head_hidden: int = 64, dropout: float = 0.3, **chr_kwargs):
         super().__init__()
@@ -297,12 +299,13 @@ class PointNet2Lite(nn.Module):
         """Class logits of clouds ``xyz`` (B, N, 3); ``curvature`` of the input points is ignored
         (κ is computed on the sampled centroids)."""
         check_points(xyz, "xyz", k=self.sa1.n_centroids)
+        check_module_dtype(self, xyz, "xyz")
         c1, f1 = self.sa1(xyz, None)
         c2, f2 = self.sa2(c1, f1)
-        pooled = f2.amax(dim=1)
+        pooled = f2.max(dim=1).values
         out = None
         if self.chr_pool is not None:
-            out = self.chr_pool(c2, f2, surface_variation(c2, self.k))
+            out = self.chr_pool(c2, f2, surface_variation(c2, self.k), return_points=False)
             pooled = torch.cat([pooled, out["pooled"]], dim=-1)
         logits = self.head(pooled)
         return (logits, out) if return_chr else logits
@@ -356,7 +359,7 @@ class HyCoReLite(nn.Module):
 
     def embed(self, xyz: torch.Tensor) -> torch.Tensor:
         """Poincaré-ball embedding ``(B, hyp_dim)`` of clouds ``(B, N, 3)``."""
-        u = self.to_tangent(self.encoder(xyz).amax(dim=1))
+        u = self.to_tangent(self.encoder(xyz).max(dim=1).values)
         u = u * (self.t_clip / u.norm(dim=-1, keepdim=True).clamp_min(1e-15)).clamp_max(1.0)
         return PoincareOps.expmap0(u, self.c)
 
@@ -364,6 +367,7 @@ class HyCoReLite(nn.Module):
                 return_chr: bool = False):
         """Class logits; ``curvature`` is ignored (HyCoRe is not curvature-aware)."""
         check_points(xyz, "xyz")
+        check_module_dtype(self, xyz, "xyz")
         logits = self.head(PoincareOps.logmap0(self.embed(xyz), self.c))
         return (logits, None) if return_chr else logits
 

@@ -19,20 +19,20 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from icml26.core.validation import check_choice, check_int, check_scalar_in, check_tensor
 
-from .curvature import check_finite, check_points, surface_variation
+from .curvature import check_curvature, check_finite, check_module_dtype, check_points, surface_variation
 from .hyperbolic import PoincareOps
 
-__all__ = ["CurvatureHyperbolicRectifier", "CHR"]
+__all__ = ["CurvatureHyperbolicRectifier", "CHR", "quantile_gate", "GATE_QUANTILES", "SPEC_GATE"]
 
 _NORM_FLOOR = 1e-15
-_KLEIN_MARGIN = 1e-5      # c|k|^2 <= 1 - margin before the Lorentz-factor sqrt (as PoincareOps)
-_KLEIN_FLOOR = 1e-10
+_KLEIN_MARGIN = 1e-5      # c|k|^2 <= 1 - margin: Lorentz factors capped at 316 (as PoincareOps)
 
 
 def _inverse_softplus(y: float) -> float:
@@ -41,6 +41,75 @@ def _inverse_softplus(y: float) -> float:
 
 def _logit(p: float) -> float:
     return math.log(p / (1.0 - p))
+
+
+# Resolution (not from the paper), pre-registered on a dev split before any test run (see the
+# README, "Gate rule"): the gate rises from 0.1 to 0.9 between these quantiles of the training κ.
+GATE_QUANTILES = (0.6, 0.8)
+SPEC_GATE = {"a_init": 10.0, "b_init": 0.2}      # the spec's literal initialisation
+GATE_RISE = (0.1, 0.9)
+
+
+def quantile_gate(curvature, q_low: float = GATE_QUANTILES[0], q_high: float = GATE_QUANTILES[1],
+                  rise: tuple = GATE_RISE) -> dict:
+    """Label-free gate initialisation from the curvature distribution of the training points.
+
+    The gate ``g = sigmoid(a(κ - b))`` is set to rise from ``rise[0]`` at ``κ_low`` to ``rise[1]``
+    at ``κ_high``, the ``q_low`` / ``q_high`` quantiles of ``curvature`` (every training point
+    pooled; no labels, no detail masks).
+
+    Parameters
+    ----------
+    curvature : Tensor or array
+        κ of the training points, any shape (flattened), finite, in ``[0, 1]``.
+    q_low, q_high : float
+        Quantiles, ``0 <= q_low < q_high <= 1``.
+    rise : (float, float)
+        Gate values at ``κ_low`` and ``κ_high``, ``0 < rise[0] < rise[1] < 1``.
+
+    Returns
+    -------
+    dict
+        ``{"a_init": a, "b_init": b, "kappa_low": κ_low, "kappa_high": κ_high}``; pass the first
+        two to :class:`CurvatureHyperbolicRectifier`.
+
+    Notes
+    -----
+    ``a = (logit(rise[1]) - logit(rise[0])) / (κ_high - κ_low)``, ``b = κ_low - logit(rise[0])/a``
+    (the midpoint of the range for a symmetric ``rise``). *Resolution (not from the paper).*
+
+    Examples
+    --------
+    >>> import torch
+    >>> gate = quantile_gate(torch.linspace(0, 1, 101), 0.6, 0.8)
+    >>> round(gate["b_init"], 3), round(gate["a_init"], 2)
+    (0.7, 21.97)
+    """
+    if not isinstance(curvature, torch.Tensor):
+        curvature = np.asarray(curvature)
+        if curvature.dtype.kind not in "fiu":
+            raise TypeError(f"curvature must be a real numeric array, got dtype {curvature.dtype}")
+        curvature = torch.from_numpy(curvature)
+    if curvature.is_complex() or curvature.dtype == torch.bool:
+        raise TypeError(f"curvature must be a real numeric tensor, got {curvature.dtype}")
+    kappa = curvature.detach().reshape(-1).to(torch.float64)
+    if kappa.numel() == 0:
+        raise ValueError("curvature is empty; expected the κ of the training points")
+    check_finite(kappa, "curvature")
+    q_low = check_scalar_in(q_low, "q_low", low=0.0, high=1.0)
+    q_high = check_scalar_in(q_high, "q_high", low=0.0, high=1.0)
+    if q_high <= q_low:
+        raise ValueError(f"q_high must be > q_low, got q_low={q_low:g}, q_high={q_high:g}")
+    if len(rise) != 2 or not 0.0 < rise[0] < rise[1] < 1.0:
+        raise ValueError(f"rise must be (low, high) with 0 < low < high < 1, got {rise}")
+    k_low, k_high = (float(v) for v in torch.quantile(kappa, torch.tensor([q_low, q_high],
+                                                                          dtype=torch.float64)))
+    if k_high - k_low < 1e-6:
+        raise ValueError(f"curvature quantiles {q_low:g} and {q_high:g} coincide ({k_low:.3g}); the "
+                         "gate needs a spread of κ (pass a_init/b_init directly)")
+    a = (_logit(rise[1]) - _logit(rise[0])) / (k_high - k_low)
+    return {"a_init": a, "b_init": k_low - _logit(rise[0]) / a, "kappa_low": k_low,
+            "kappa_high": k_high}
 
 
 class CurvatureHyperbolicRectifier(nn.Module):
@@ -142,7 +211,7 @@ class CurvatureHyperbolicRectifier(nn.Module):
         return torch.sigmoid(self.gate_mlp(torch.stack([kappa, tangent_norm], dim=-1))).squeeze(-1)
 
     def forward(self, xyz: torch.Tensor, feats: torch.Tensor, curvature: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None) -> dict:
+                mask: torch.Tensor | None = None, *, return_points: bool = True) -> dict:
         """Rectify per-point features and pool them in the ball.
 
         Parameters
@@ -150,22 +219,33 @@ class CurvatureHyperbolicRectifier(nn.Module):
         xyz : Tensor
             Point coordinates ``(B, N, 3)`` (used for the curvature when ``curvature`` is None).
         feats : Tensor
-            Per-point features ``(B, N, in_dim)``.
+            Per-point features ``(B, N, in_dim)``, in the dtype of the module's parameters
+            (``module.double()`` for float64 features, as for any torch module).
         curvature : Tensor, optional
             Per-point curvature ``(B, N)`` in ``[0, 1]`` (e.g. precomputed, or from normals).
         mask : Tensor of bool, optional
             ``(B, N)``, ``True`` for real points; padded points are excluded from the curvature
             neighbourhoods and the midpoint.
+        return_points : bool
+            Also return the rectified points ``ball`` and ``tangent`` (two ``(B, N, D_h)`` tensors);
+            pooling-only callers pass ``False`` and skip building them.
 
         Returns
         -------
         dict
-            ``ball`` (B, N, D_h) rectified points; ``tangent`` their ``log_0``; ``pooled`` (B, D_h)
-            ``log_0`` of the Einstein midpoint; ``curvature`` (B, N); ``radius`` (B, N) hyperbolic
-            radius ``ρ'``; ``gate`` (B, N); ``weight`` (B, N) Lorentz factors ``γ_i``.
+            ``ball`` (B, N, D_h) rectified points; ``tangent`` their ``log_0`` (both only with
+            ``return_points``); ``pooled`` (B, D_h) ``log_0`` of the Einstein midpoint;
+            ``curvature`` (B, N); ``radius`` (B, N) hyperbolic radius ``ρ'``; ``gate`` (B, N);
+            ``weight`` (B, N) Lorentz factors ``γ_i``.
+
+        Raises
+        ------
+        TypeError
+            ``feats`` is not in the dtype of the module's parameters.
         """
         check_points(xyz, "xyz", k=self.k if curvature is None else None, mask=mask)
         check_finite(check_tensor(feats, "feats", ndim=3, finite=False), "feats")
+        check_module_dtype(self, feats, "feats")
         if feats.shape[:2] != xyz.shape[:2]:
             raise ValueError(f"feats must have shape (B, N, D) matching xyz {tuple(xyz.shape[:2])}, "
                              f"got {tuple(feats.shape)}")
@@ -174,37 +254,35 @@ class CurvatureHyperbolicRectifier(nn.Module):
         if curvature is None:
             curvature = surface_variation(xyz, self.k, mask=mask)
         else:
-            check_finite(check_tensor(curvature, "curvature", ndim=2, finite=False), "curvature")
-            if curvature.shape != xyz.shape[:2]:
-                raise ValueError(f"curvature must have shape {tuple(xyz.shape[:2])}, "
-                                 f"got {tuple(curvature.shape)}")
+            check_curvature(curvature, xyz)
         curvature = curvature.to(feats.dtype)
         c = self.curvature_c().to(feats.dtype)
         sqrt_c = c.sqrt()
         u = self.proj(feats)                                           # (B, N, Dh)
-        norm = u.norm(dim=-1).clamp_min(_NORM_FLOOR)                   # (B, N)
-        t = torch.minimum(norm, torch.full_like(norm, self.t_clip))    # feature clipping
+        norm = torch.linalg.vector_norm(u, dim=-1).clamp_min(_NORM_FLOOR)   # (B, N)
+        t = norm.clamp_max(self.t_clip)                                # feature clipping
         g = self.gate_values(curvature, t)
         push = torch.sigmoid(self.push_raw)
         t_new = t + push * g * (self.t_max - t)
         # the projection |x| <= (1 - eps)/sqrt(c) caps the tangent norm at artanh(1 - eps)/sqrt(c)
         t_new = torch.minimum(t_new, math.atanh(1.0 - self.eps_ball) / sqrt_c)
-        direction = u / norm.unsqueeze(-1)                             # zero vectors stay at 0
-        # per-point scalars: Poincaré radius r = tanh(√c t')/√c, Klein radius 2r/(1 + c r²)
+        # Everything below is a per-point scalar times the direction u/|u| (zero vectors stay at 0):
+        # Poincaré radius r = tanh(√c t')/√c, Klein radius 2r/(1 + c r²), Lorentz factor
+        # γ = cosh(2√c t') (= 1/sqrt(1 - c|k|²), capped like PoincareOps at c|k|² ≤ 1 - 1e-5).
         ball_radius = torch.tanh(sqrt_c * t_new) / sqrt_c
         klein_radius = 2.0 * ball_radius / (1.0 + c * ball_radius ** 2)
-        ck2 = (c * klein_radius ** 2).clamp_max(1.0 - _KLEIN_MARGIN)
-        weight = (1.0 - ck2).clamp_min(_KLEIN_FLOOR).rsqrt()           # Lorentz factors γ_i
+        weight = torch.cosh(2.0 * sqrt_c * t_new).clamp_max(_KLEIN_MARGIN ** -0.5)
         w = weight if mask is None else weight * mask.to(weight.dtype)
-        coeff = w * klein_radius / w.sum(dim=1, keepdim=True).clamp_min(_NORM_FLOOR)
-        midpoint_klein = torch.einsum("bn,bnd->bd", coeff, direction)
-        midpoint = PoincareOps.from_klein(midpoint_klein, c)
-        return {"ball": ball_radius.unsqueeze(-1) * direction,
-                "tangent": t_new.unsqueeze(-1) * direction,
-                "pooled": PoincareOps.logmap0(midpoint, c, self.eps_ball),
-                "curvature": curvature,
-                "radius": 2.0 * t_new,
-                "gate": g,
-                "weight": weight}
+        coeff = w * klein_radius / (w.sum(dim=1, keepdim=True).clamp_min(_NORM_FLOOR) * norm)
+        midpoint = PoincareOps.from_klein(torch.einsum("bn,bnd->bd", coeff, u), c)
+        out = {"pooled": PoincareOps.logmap0(midpoint, c, self.eps_ball),
+               "curvature": curvature,
+               "radius": 2.0 * t_new,
+               "gate": g,
+               "weight": weight}
+        if return_points:
+            out["ball"] = (ball_radius / norm).unsqueeze(-1) * u
+            out["tangent"] = (t_new / norm).unsqueeze(-1) * u
+        return out
 
 CHR = CurvatureHyperbolicRectifier

@@ -16,7 +16,8 @@ import torch
 
 from icml26.core.validation import check_int, check_tensor
 
-__all__ = ["surface_variation", "knn_indices", "check_points", "check_finite"]
+__all__ = ["surface_variation", "knn_indices", "check_points", "check_finite", "check_module_dtype",
+           "check_curvature"]
 
 _DEGENERATE_TRACE = 1e-12   # covariance trace below this: a degenerate neighbourhood, κ = 0
 _IDENTICAL_EXTENT = 1e-12   # a cloud whose points all lie within this of each other is rejected
@@ -33,6 +34,36 @@ def check_finite(tensor: torch.Tensor, name: str) -> torch.Tensor:
         if not bool(torch.isfinite(tensor).all()):
             raise ValueError(f"{name} contains NaN or infinity; expected finite values")
     return tensor
+
+
+def check_curvature(curvature, xyz: torch.Tensor, name: str = "curvature") -> torch.Tensor:
+    """Validate a per-point curvature: a finite real float tensor of shape ``xyz.shape[:2]``."""
+    check_tensor(curvature, name, ndim=2, finite=False)
+    if not curvature.is_floating_point():
+        raise TypeError(f"{name} must be a real floating-point tensor, got {curvature.dtype}")
+    check_finite(curvature, name)
+    if curvature.shape != xyz.shape[:2]:
+        raise ValueError(f"{name} must have shape {tuple(xyz.shape[:2])} (the first two axes of xyz), "
+                         f"got {tuple(curvature.shape)}")
+    return curvature
+
+
+def check_module_dtype(module: torch.nn.Module, tensor: torch.Tensor, name: str) -> torch.Tensor:
+    """Raise ``TypeError`` naming ``name`` if ``tensor``'s dtype differs from ``module``'s parameters.
+
+    A torch module computes in the dtype of its parameters and never casts its inputs: convert
+    the module (``module.double()``) or the input (``tensor.float()``). Without this check a
+    float64 tensor (what ``torch.from_numpy`` gives) fails deep inside ``nn.Linear``. Skipped
+    under ``torch.autocast``, which casts inputs itself.
+    """
+    param = next((p for p in module.parameters() if p.is_floating_point()), None)
+    if param is None or tensor.dtype == param.dtype or torch.is_autocast_enabled(tensor.device.type):
+        return tensor
+    convert = {torch.float64: ".double()", torch.float32: ".float()", torch.float16: ".half()",
+               torch.bfloat16: ".bfloat16()"}.get(tensor.dtype, f".to({tensor.dtype})")
+    raise TypeError(f"{name} has dtype {tensor.dtype} but {type(module).__name__}'s parameters are "
+                    f"{param.dtype}; convert the module ({type(module).__name__}(...){convert}) or pass "
+                    f"{name}.to({param.dtype})")
 
 
 def check_points(points, name: str = "xyz", *, k: int | None = None,

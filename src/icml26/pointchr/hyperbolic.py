@@ -149,6 +149,8 @@ class PoincareOps:
             if extra is not None:
                 if not isinstance(extra, torch.Tensor):
                     raise TypeError(f"{name} must be a torch.Tensor, got {type(extra).__name__}")
+                if extra.is_complex():
+                    raise TypeError(f"{name} must be real, got {extra.dtype}")
                 try:
                     w = w * torch.broadcast_to(extra.to(w.dtype), w.shape)
                 except RuntimeError:

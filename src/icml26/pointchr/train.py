@@ -11,6 +11,8 @@ PointCHR: curvature-aware hyperbolic rectification for point cloud analysis (ICM
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -22,16 +24,56 @@ from icml26.core.validation import (check_choice, check_finite_array, check_int,
                                     check_vector)
 
 from .baselines import DGCNNLite, HyCoReLite, PointNet2Lite, PointNetLite, shuffle_within_clouds
+from .chr import GATE_QUANTILES, SPEC_GATE, quantile_gate
 from .curvature import check_points, surface_variation
 
-__all__ = ["build_model", "train_classifier", "predict_logits", "PointCHRClassifier", "VARIANTS"]
+__all__ = ["build_model", "train_classifier", "predict_logits", "PointCHRClassifier", "VARIANTS",
+           "GATE_RULES", "gate_init", "deterministic_torch"]
+
+GATE_RULES = ("quantile", "spec")
+
+
+@contextlib.contextmanager
+def deterministic_torch(threads: int = 1):
+    """Run a block with a fixed torch thread count and deterministic algorithms, then restore both.
+
+    Float sums are split differently over different thread counts, and training amplifies those
+    last-bit differences into points of accuracy; a fixed count makes a seed's numbers the same
+    whatever the machine, the number of jobs or the caller's thread setting.
+    """
+    threads = check_int(threads, "threads", min_value=1)
+    old_threads, old_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
+
+
+def gate_init(rule: str, curvature=None, quantiles: tuple = GATE_QUANTILES) -> dict:
+    """CHR gate initialisation (``a_init``, ``b_init``) for a gate rule.
+
+    ``"quantile"``: :func:`~icml26.pointchr.chr.quantile_gate` on the training curvature (label-free;
+    the gate rises from 0.1 to 0.9 between the ``quantiles`` of the training κ); ``"spec"``: the
+    spec's literal ``a = 10, b = 0.2``.
+    """
+    check_choice(rule, "gate_rule", GATE_RULES)
+    if rule == "spec":
+        return dict(SPEC_GATE)
+    if curvature is None:
+        raise ValueError("gate_rule='quantile' needs the training curvature")
+    gate = quantile_gate(curvature, *quantiles)
+    return {"a_init": gate["a_init"], "b_init": gate["b_init"]}
 
 VARIANTS = ("base", "curv", "chr", "chr_shuffled", "hycore")
 BACKBONES = ("pointnet", "dgcnn", "pointnet2")
 
 
 def build_model(variant: str, num_classes: int, backbone: str = "pointnet", k: int = 16,
-                hyp_dim: int = 64, chr_stage: str = "pool", **chr_kwargs) -> torch.nn.Module:
+                hyp_dim: int | None = None, chr_stage: str = "pool", **chr_kwargs) -> torch.nn.Module:
     """The classifier for a comparison variant.
 
     ``base``: the backbone; ``curv``: + κ as a 4th input channel; ``chr``: + CHR;
@@ -41,7 +83,7 @@ def build_model(variant: str, num_classes: int, backbone: str = "pointnet", k: i
     check_choice(variant, "variant", VARIANTS)
     check_choice(backbone, "backbone", BACKBONES)
     if variant == "hycore":
-        return HyCoReLite(num_classes, hyp_dim=hyp_dim)
+        return HyCoReLite(num_classes, hyp_dim=64 if hyp_dim is None else hyp_dim)
     if backbone == "pointnet2":
         if variant not in ("base", "chr"):
             raise ValueError(f"backbone 'pointnet2' supports variant 'base' or 'chr', got {variant!r}")
@@ -63,11 +105,14 @@ def _batches(n: int, batch_size: int, generator: torch.Generator | None):
 def train_classifier(model: torch.nn.Module, points: torch.Tensor, labels: torch.Tensor,
                      curvature: torch.Tensor | None = None, *, epochs: int = 20,
                      batch_size: int = 32, lr: float = 1e-3, weight_decay: float = 1e-4,
-                     label_smoothing: float = 0.0, seed: int = 0) -> torch.nn.Module:
+                     label_smoothing: float = 0.0, seed: int = 0,
+                     history: list | None = None) -> torch.nn.Module:
     """Train ``model`` in place on clouds ``points`` (M, N, 3) with integer ``labels`` (M,).
 
     ``curvature`` (M, N) is the precomputed κ (required by models that use it). Deterministic
-    given ``seed`` (the initialisation is the caller's: seed torch before building the model).
+    given ``seed`` and the torch thread count (the initialisation is the caller's: seed torch
+    before building the model; :func:`deterministic_torch` fixes the threads). ``history``, if
+    given, receives the mean training loss of every epoch (the training curve).
     """
     epochs = check_int(epochs, "epochs", min_value=1)
     batch_size = check_int(batch_size, "batch_size", min_value=2)
@@ -80,6 +125,7 @@ def train_classifier(model: torch.nn.Module, points: torch.Tensor, labels: torch
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     model.train()
     for _ in range(epochs):
+        total, count = 0.0, 0
         for idx in _batches(len(points), batch_size, gen):
             kappa = None if curvature is None else curvature[idx]
             logits = model(points[idx], kappa)
@@ -90,6 +136,9 @@ def train_classifier(model: torch.nn.Module, points: torch.Tensor, labels: torch
             loss.backward()
             opt.step()
             sched.step()
+            total, count = total + float(loss.detach()) * len(idx), count + len(idx)
+        if history is not None:
+            history.append(total / max(count, 1))
     model.eval()
     return model
 
@@ -127,9 +176,14 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
     epochs, batch_size, lr, weight_decay : training recipe
     k : int
         Curvature neighbourhood size.
-    hyp_dim : int
-        CHR projection width.
+    hyp_dim : int, optional
+        CHR projection width (``None``: no projection, CHR on the backbone's 128-d features).
     chr_stage : {"pool", "embed", "all"}
+    gate_rule : {"quantile", "spec"}
+        CHR gate initialisation: ``quantile`` (default) sets the gate to rise from 0.1 to 0.9
+        between the 0.6 and 0.8 quantiles of the training points' κ (label-free, see
+        :func:`~icml26.pointchr.chr.quantile_gate`); ``spec`` is the spec's literal ``a = 10,
+        b = 0.2``. Both stay learnable.
     random_state : int
         Seed of the initialisation, batch order and the κ shuffle.
 
@@ -159,7 +213,8 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, variant: str = "chr", backbone: str = "pointnet", epochs: int = 20,
                  batch_size: int = 32, lr: float = 1e-3, weight_decay: float = 1e-4, k: int = 16,
-                 hyp_dim: int = 64, chr_stage: str = "pool", random_state: int = 0):
+                 hyp_dim: int | None = None, chr_stage: str = "pool", gate_rule: str = "quantile",
+                 random_state: int = 0):
         self.variant = variant
         self.backbone = backbone
         self.epochs = epochs
@@ -169,6 +224,7 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
         self.k = k
         self.hyp_dim = hyp_dim
         self.chr_stage = chr_stage
+        self.gate_rule = gate_rule
         self.random_state = random_state
 
     def _points(self, X) -> torch.Tensor:
@@ -188,6 +244,7 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Train on clouds ``X`` (n_clouds, n_points, 3) and labels ``y``; returns self."""
         check_choice(self.variant, "variant", VARIANTS)
+        check_choice(self.gate_rule, "gate_rule", GATE_RULES)
         pts = self._points(X)
         y = check_vector(y, "y", dtype=None)
         if len(y) != len(pts):
@@ -195,11 +252,13 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
-            raise ValueError("y has one class; expected at least two")
+            raise ValueError(f"y has one class (X, y: {len(y)} cloud(s)); expected at least two classes")
+        kappa = self._curvature(pts)
+        gate = gate_init(self.gate_rule, kappa) if self.variant in ("chr", "chr_shuffled") else {}
         torch.manual_seed(check_int(self.random_state, "random_state", min_value=0))
         self.model_ = build_model(self.variant, len(self.classes_), self.backbone, self.k,
-                                  self.hyp_dim, self.chr_stage)
-        train_classifier(self.model_, pts, torch.from_numpy(codes).long(), self._curvature(pts),
+                                  self.hyp_dim, self.chr_stage, **gate)
+        train_classifier(self.model_, pts, torch.from_numpy(codes).long(), kappa,
                          epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
                          weight_decay=self.weight_decay, seed=self.random_state)
         return self
