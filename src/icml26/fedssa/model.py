@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -271,23 +272,60 @@ def classwise_gaussians(mu: torch.Tensor, logvar: torch.Tensor, y: torch.Tensor,
     return means, stds, counts
 
 
+def _same_shape(fn, **tensors):
+    """The tensors (as tensors), after checking their shapes broadcast together; the error names
+    the argument that does not, instead of torch's broadcasting message (#33)."""
+    out = {}
+    for k, v in tensors.items():
+        try:
+            out[k] = torch.as_tensor(v)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise TypeError(f"{fn}: {k} must be a real tensor or array, got {type(v).__name__}") from exc
+        if out[k].is_complex() or out[k].dtype == torch.bool:
+            raise TypeError(f"{fn}: {k} must be real-valued, got dtype {out[k].dtype}")
+    ref = out["mu1"].shape
+    for k, v in out.items():
+        try:
+            ref = torch.broadcast_shapes(ref, v.shape)
+        except RuntimeError:
+            shapes = ", ".join(f"{n} {tuple(t.shape)}" for n, t in out.items())
+            raise ValueError(f"{fn}: {k} has shape {tuple(v.shape)}, which does not broadcast with "
+                             f"the others ({shapes})") from None
+    return tuple(out.values())
+
+
 def gaussian_kl(mu1, s1, mu2, s2) -> torch.Tensor:
     """``KL(N(mu1, s1²) || N(mu2, s2²))`` for diagonal Gaussians, summed over the last axis.
 
-    Variances are floored at 1e-6.
+    Variances are floored at 1e-6. The four arguments must broadcast together.
     """
-    v1 = (torch.as_tensor(s1) ** 2).clamp_min(VAR_FLOOR)
-    v2 = (torch.as_tensor(s2) ** 2).clamp_min(VAR_FLOOR)
-    diff = torch.as_tensor(mu1) - torch.as_tensor(mu2)
+    mu1, s1, mu2, s2 = _same_shape("gaussian_kl", mu1=mu1, s1=s1, mu2=mu2, s2=s2)
+    v1 = (s1 ** 2).clamp_min(VAR_FLOOR)
+    v2 = (s2 ** 2).clamp_min(VAR_FLOOR)
+    diff = mu1 - mu2
     return 0.5 * (v1 / v2 + diff ** 2 / v2 - 1.0 + v2.log() - v1.log()).sum(-1)
 
 
 def gaussian_w2(mu1, s1, mu2, s2) -> torch.Tensor:
     """Squared 2-Wasserstein distance of diagonal Gaussians: ``||μ−μ'||² + ||σ−σ'||²``."""
-    mu1, mu2 = torch.as_tensor(mu1), torch.as_tensor(mu2)
-    s1 = torch.as_tensor(s1).clamp_min(math.sqrt(VAR_FLOOR))
-    s2 = torch.as_tensor(s2).clamp_min(math.sqrt(VAR_FLOOR))
+    mu1, s1, mu2, s2 = _same_shape("gaussian_w2", mu1=mu1, s1=s1, mu2=mu2, s2=s2)
+    s1 = s1.clamp_min(math.sqrt(VAR_FLOOR))
+    s2 = s2.clamp_min(math.sqrt(VAR_FLOOR))
     return ((mu1 - mu2) ** 2).sum(-1) + ((s1 - s2) ** 2).sum(-1)
+
+
+def _finite64(x, name):
+    """``x`` as a finite float64 tensor, or an error naming ``name`` (#33)."""
+    if torch.is_tensor(x) and (x.is_complex() or x.dtype == torch.bool):
+        raise TypeError(f"{name} must be real-valued, got dtype {x.dtype}")
+    try:
+        t = torch.as_tensor(x.detach() if torch.is_tensor(x) else np.asarray(x, dtype=np.float64),
+                            dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}") from exc
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} contains NaN or infinity; expected finite values")
+    return t
 
 
 def moment_match(means, stds, weights):
@@ -304,8 +342,12 @@ def moment_match(means, stds, weights):
     -------
     (mean, std) : Tensors of shape (d,)
     """
-    means, stds = torch.as_tensor(means, dtype=torch.float64), torch.as_tensor(stds, dtype=torch.float64)
-    weights = torch.as_tensor(weights, dtype=torch.float64)
+    means, stds, weights = (_finite64(means, "means"), _finite64(stds, "stds"),
+                            _finite64(weights, "weights"))
+    if means.ndim != 2 or means.shape[0] == 0:
+        raise ValueError(f"means must have shape (M, d) with M >= 1, got {tuple(means.shape)}")
+    if stds.shape != means.shape:
+        raise ValueError(f"stds must have the shape of means {tuple(means.shape)}, got {tuple(stds.shape)}")
     if weights.ndim != 1 or weights.shape[0] != means.shape[0]:
         raise ValueError(f"weights must have shape ({means.shape[0]},), got {tuple(weights.shape)}")
     if bool((weights < 0).any()) or float(weights.sum()) <= 0:

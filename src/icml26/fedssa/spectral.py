@@ -238,9 +238,27 @@ def high_band_mass(signature, n_bands: int | None = None) -> float:
 
 
 def js_distance_matrix(signatures: np.ndarray) -> np.ndarray:
-    """Pairwise Jensen-Shannon distances (sqrt of the divergence, natural log) between rows."""
-    p = np.clip(np.asarray(signatures, dtype=float), 0.0, None)
-    p = p / p.sum(axis=1, keepdims=True)
+    """Pairwise Jensen-Shannon distances (sqrt of the divergence, natural log) between rows.
+
+    Each row is a non-negative signature (negative entries, e.g. round-off, are clipped to 0)
+    normalised to sum to 1; a row that is not finite or has no positive mass is not a
+    distribution and raises ``ValueError`` naming it (it used to come out at distance 0 from
+    every other row, #33).
+    """
+    p = np.asarray(signatures)
+    if not np.issubdtype(p.dtype, np.number) or np.iscomplexobj(p):
+        raise TypeError(f"signatures must be a real numeric array, got dtype {p.dtype}")
+    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] == 0:
+        raise ValueError(f"signatures must be a non-empty 2-D array (clients, bins), got shape {p.shape}")
+    p = np.clip(p.astype(float), 0.0, None)
+    bad = ~np.isfinite(p).all(axis=1)
+    if bad.any():
+        raise ValueError(f"signatures row {int(np.flatnonzero(bad)[0])} contains NaN or infinity")
+    mass = p.sum(axis=1, keepdims=True)
+    if (mass <= 0).any():
+        raise ValueError(f"signatures row {int(np.flatnonzero(mass[:, 0] <= 0)[0])} has no positive mass "
+                         "(all zero or negative); a signature must be a non-negative, non-zero vector")
+    p = p / mass
     m = 0.5 * (p[:, None, :] + p[None, :, :])
 
     def kl(a, b):
