@@ -33,7 +33,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
-from icml26.core.validation import check_matrix
+from icml26.core.validation import check_finite_array, check_matrix
 
 from .metrics import between_group_scatter, group_means
 
@@ -178,7 +178,9 @@ def project_simplex(V: np.ndarray) -> np.ndarray:
     >>> project_simplex(np.array([[0.5, 0.5], [2.0, 0.0], [-1.0, -3.0]])).tolist()
     [[0.5, 0.5], [1.0, 0.0], [1.0, 0.0]]
     """
-    V = np.atleast_2d(np.asarray(V, dtype=float))
+    V = np.atleast_2d(check_finite_array(V, "V", dtype=float))  # NaN used to pass through (#33)
+    if V.ndim != 2:
+        raise ValueError(f"V must be a vector or a 2-D array (n, m), got shape {V.shape}")
     m = V.shape[1]
     U = -np.sort(-V, axis=1)
     cumulative = np.cumsum(U, axis=1) - 1.0
