@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from icml26.core.validation import check_scalar_in
+from icml26.core.validation import check_finite_array, check_scalar_in
 
 __all__ = ["cubic_step", "cubic_model", "sosp_certificate", "BISECTION_STEPS"]
 
@@ -58,15 +58,14 @@ def cubic_step(G: Any, H: Any = None, M: float = 1.0, *, eig: tuple | None = Non
     array([2., 0.])
     """
     M = check_scalar_in(M, "M", low=0.0, low_inclusive=False)
-    G = np.asarray(G, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(G)):
-        raise ValueError("G contains NaN or infinity")
+    G = check_finite_array(G, "G", dtype=np.float64).reshape(-1)
     if eig is None:
         if H is None:
             raise ValueError("give H or eig")
-        H = np.asarray(H, dtype=np.float64)
-        if H.shape != (G.size, G.size) or not np.all(np.isfinite(H)):
-            raise ValueError(f"H must be a finite ({G.size}, {G.size}) matrix, got {H.shape}")
+        H = check_finite_array(H, "H", dtype=np.float64)
+        if H.shape != (G.size, G.size):
+            raise ValueError(f"H must be a square ({G.size}, {G.size}) matrix matching G (size {G.size}), "
+                             f"got shape {H.shape}")
         lam, V = np.linalg.eigh(0.5 * (H + H.T))
     else:
         lam, V = eig
@@ -136,8 +135,11 @@ def sosp_certificate(grad: Any, hess: Any, eps: float, rho: float) -> dict:
     """
     eps = check_scalar_in(eps, "eps", low=0.0, low_inclusive=False)
     rho = check_scalar_in(rho, "rho", low=0.0, low_inclusive=False)
-    grad = np.asarray(grad, dtype=np.float64).reshape(-1)
-    hess = np.asarray(hess, dtype=np.float64)
+    grad = check_finite_array(grad, "grad", dtype=np.float64).reshape(-1)
+    hess = check_finite_array(hess, "hess", dtype=np.float64)
+    if hess.shape != (grad.size, grad.size):  # #33: numpy's broadcast message named nothing
+        raise ValueError(f"hess must be a square ({grad.size}, {grad.size}) matrix matching grad "
+                         f"(size {grad.size}), got shape {hess.shape}")
     grad_norm = float(np.linalg.norm(grad))
     lam_min = float(np.linalg.eigvalsh(0.5 * (hess + hess.T))[0])
     return {"grad_norm": grad_norm, "lam_min": lam_min,
