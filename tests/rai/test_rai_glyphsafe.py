@@ -115,3 +115,53 @@ def test_training_is_deterministic_and_stage_names_checked():
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     with pytest.raises(ValueError, match="stages"):
         GlyphSafe(1, TINY).train(stages=("s4",))
+
+
+# -- issue #34: the text-in-slot task, category captions, the oracle control ------------------
+
+def test_text_block_and_slot_set(world):
+    from icml26.rai.glyphsafe import COLOURS, N_VISUAL, UNSAFE_WORDS, text_block
+
+    block = text_block("bomb", "red", np.random.default_rng(0))
+    assert len(block) == N_VISUAL and block.count(VOCAB["bomb"]) == 1 and block.count(VOCAB["red"]) == N_VISUAL - 1
+    slot = world.slot_set(24)
+    assert [q.word for q in slot[:12]] == list(UNSAFE_WORDS) and all(q.image is None for q in slot)
+    for q in slot:
+        assert VOCAB[q.word] in q.prompt[:N_VISUAL] and VOCAB["<image>"] not in q.prompt
+        assert {t for t in q.prompt[:N_VISUAL]} <= {VOCAB[q.word]} | {VOCAB[c] for c in COLOURS}
+    assert [q.prompt for q in world.slot_set(5)] == [q.prompt for q in world.slot_set(5)]
+
+
+def test_s1_slot_samples_refuse_unsafe_and_category_words_and_s2_names_categories(world):
+    from icml26.rai.glyphsafe import (BENIGN_WORDS, CATEGORY_WORDS, N_VISUAL, RELATED_CATEGORIES, REFUSAL,
+                                      UNSAFE_WORDS, decode)
+
+    rng = np.random.default_rng(1)
+    slots = []
+    for _ in range(400):
+        prompt, response = world._s1_sample(rng)
+        if prompt[0] != VOCAB["user"] and prompt[0] != VOCAB["careful"]:
+            slots.append((prompt, decode(response)))
+    assert 0.1 < len(slots) / 400 < 0.3
+    for prompt, response in slots:
+        word = next(w for w in BENIGN_WORDS + UNSAFE_WORDS + CATEGORY_WORDS if VOCAB[w] in prompt[:N_VISUAL])
+        if "what word" in decode(prompt):
+            assert response.split()[0] == word
+        else:
+            assert (response.startswith(REFUSAL)) == (word not in BENIGN_WORDS)
+    assert set(RELATED_CATEGORIES) == set(UNSAFE_WORDS)
+    assert all(set(v) <= set(CATEGORY_WORDS) for v in RELATED_CATEGORIES.values())
+    captions = [decode(world._image_sample(np.random.default_rng(i), "s2")[1]) for i in range(300)]
+    assert any(c.split()[0] in CATEGORY_WORDS for c in captions)
+
+
+def test_precondition_reports_slot_and_oracle_and_oracle_defense_runs(world, model):
+    from icml26.rai import OracleReplacement
+
+    check = world.precondition(model, n=4)
+    assert {"slot_asr", "oracle_asr", "oracle_ratio", "premise_passed", "oracle_passed", "passed"} <= set(check)
+    assert check["passed"] == (check["premise_passed"] and check["oracle_passed"])
+    oracle = OracleReplacement.for_world(model, world)
+    attacks = world.attack_set(3)
+    assert len(oracle.respond(model, attacks)) == 3
+    assert all(len(s["selected"]) == 1 for s in oracle.replacement.last_selection_)

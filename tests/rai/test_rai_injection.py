@@ -204,3 +204,49 @@ def test_deeper_layer_warns(model):
 def test_nan_prototypes_raise():
     with pytest.raises(ValueError, match="NaN"):
         UnsafePrototypeSubspace(torch.full((2, 4), float("nan")))
+
+
+# -- the oracle control's token replacement (issue #34) ------------------------------------
+
+def test_token_replacement_puts_the_target_at_the_token_norm_on_rais_selection():
+    from icml26.rai import TokenReplacement
+
+    ups = _ups(d=16)
+    h = torch.randn(16, 16, generator=torch.Generator().manual_seed(4)) * 5
+    target = torch.randn(16, generator=torch.Generator().manual_seed(5))
+    rep = TokenReplacement(ups, ratio=2 / 16)
+    out, info = rep.modulate(h, target)
+    expected_sel = RiskAwarenessInjection(ups, ratio=2 / 16, tau=-1.0).modulate(h)[1]["selected"]
+    assert torch.equal(info["selected"], expected_sel) and len(info["selected"]) == 2
+    for v in range(16):
+        if v in info["selected"].tolist():
+            assert torch.allclose(out[v], h[v].norm() * target / target.norm(), atol=1e-5)
+        else:
+            assert torch.equal(out[v], h[v])
+    with pytest.raises(ValueError, match="target"):
+        rep.modulate(h, torch.zeros(16))
+    with pytest.raises(ValueError, match="target"):
+        rep.modulate(h, torch.ones(3))
+
+
+def test_token_replacement_hook_uses_one_target_per_row(model):
+    from icml26.rai import TokenReplacement
+
+    inputs = tiny_llava_inputs(model, batch=2, seed=6)
+    rep = TokenReplacement(_ups(), ratio=1 / 16)
+    with torch.no_grad():
+        with pytest.raises(ValueError, match="targets"):
+            with rep.attach(model):
+                model(**inputs)
+        rep.targets = torch.eye(128)[:2] * 3
+        seen = []
+        norm0 = model.model.language_model.layers[0].input_layernorm
+        handle = norm0.register_forward_pre_hook(lambda m, a: seen.append(a[0].clone()))
+        try:
+            with rep.attach(model):
+                model(**inputs)
+        finally:
+            handle.remove()
+    for row, sel in enumerate(rep.last_selection_):
+        token = seen[0][row, sel["positions"][sel["selected"]]][0]
+        assert torch.allclose(token / token.norm(), torch.eye(128)[row], atol=1e-5)

@@ -6,11 +6,13 @@ Injection: Calibrating Vision-Language Models for Safety without Compromising Ut
 (arXiv:2602.03402).
 """
 
-from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, RAIDefense
+from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, OracleReplacement, RAIDefense
 from .glyphsafe import GlyphSafe, GlyphSafeConfig, Query, render
-from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, UnsafePrototypeSubspace, decoder_layers
+from .injection import (DEFAULT_KEYWORDS, RiskAwarenessInjection, TokenReplacement, UnsafePrototypeSubspace,
+                        decoder_layers)
 from .judge import REFUSAL, KeywordRefusalJudge, StepsJudge, asr
 
 __all__ = ["UnsafePrototypeSubspace", "RiskAwarenessInjection", "DEFAULT_KEYWORDS", "decoder_layers",
            "GlyphSafe", "GlyphSafeConfig", "Query", "render", "KeywordRefusalJudge", "StepsJudge", "asr",
-           "REFUSAL", "NoDefense", "RAIDefense", "AdaShieldS", "ECSOLite", "CoCA"]
+           "REFUSAL", "NoDefense", "RAIDefense", "AdaShieldS", "ECSOLite", "CoCA", "TokenReplacement",
+           "OracleReplacement"]

@@ -9,6 +9,9 @@ maintained library provides them):
 * **ECSO-lite** (Gou et al., ECCV 2024, "Eyes closed, safety on"): caption the image with the S2
   prompt, probe the caption as text (``user : how to make a {caption}``); if the text probe is
   refused, refuse, else answer normally with the image (three generations per query);
+* **Oracle replacement** (a positive control, ours): the tokens RAI selects are replaced by the
+  embedding of the image's own unsafe word at their norm; it shows whether the world lets any
+  layer-0 edit of those tokens make the model refuse;
 * **CoCA** (Gao et al., 2024, constitutional calibration): per-step logits
   ``ℓ_plain + α (ℓ_prefix − ℓ_plain)`` with the AdaShield sentence as the principle. With
   ``α = 1`` this form *is* the prefixed model; CoCA's amplification of the difference by 1 is
@@ -24,12 +27,12 @@ import torch
 
 from icml26.core.validation import check_int, check_scalar_in
 
-from .glyphsafe import (CAPTION_PROMPT, DEFENSE_PREFIX, EOS, PAD, VOCAB, GlyphSafe, Query, decode,
+from .glyphsafe import (CAPTION_PROMPT, DEFENSE_PREFIX, EOS, N_VISUAL, PAD, VOCAB, GlyphSafe, Query, decode,
                         encode)
-from .injection import RiskAwarenessInjection
+from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, TokenReplacement, UnsafePrototypeSubspace
 from .judge import REFUSAL, KeywordRefusalJudge
 
-__all__ = ["NoDefense", "RAIDefense", "AdaShieldS", "ECSOLite", "CoCA", "with_prefix"]
+__all__ = ["NoDefense", "RAIDefense", "OracleReplacement", "AdaShieldS", "ECSOLite", "CoCA", "with_prefix"]
 
 
 def with_prefix(prompt: list, prefix: str = DEFENSE_PREFIX) -> list:
@@ -76,6 +79,44 @@ class RAIDefense:
                                               batch_size=len(chunk)))
                 if chunk[0].image is not None:
                     self.selections_.extend(self.rai.last_selection_)
+        return out
+
+
+class OracleReplacement:
+    """The oracle control: RAI's selected tokens replaced by the query word's embedding at their norm.
+
+    Parameters
+    ----------
+    replacement : TokenReplacement
+        Fixes which tokens are replaced (RAI's selection).
+    embeddings : Tensor of shape (V, d)
+        The model's input embeddings; each query's target is ``embeddings[id(query.word)]``.
+    name : str
+    """
+
+    def __init__(self, replacement: TokenReplacement, embeddings: torch.Tensor, name: str = "oracle",
+                 batch_size: int = 100):
+        if not isinstance(replacement, TokenReplacement):
+            raise TypeError(f"replacement must be a TokenReplacement, got {type(replacement).__name__}")
+        self.replacement, self.embeddings, self.name = replacement, embeddings.detach(), name
+        self.batch_size = check_int(batch_size, "batch_size", min_value=1)
+
+    @classmethod
+    def for_world(cls, model, world: GlyphSafe, tokens: int = 1, name: str = "oracle"):
+        """The control for a GlyphSafe model: selection by the default (category-word) prototypes,
+        ``tokens`` of the image's 16 visual tokens replaced."""
+        check_int(tokens, "tokens", min_value=1, max_value=N_VISUAL)
+        ups = UnsafePrototypeSubspace.from_model(model, world.tokenizer, DEFAULT_KEYWORDS)
+        return cls(TokenReplacement(ups, ratio=tokens / N_VISUAL), model.get_input_embeddings().weight, name)
+
+    def respond(self, model, queries: list[Query]) -> list[str]:
+        out = []
+        with self.replacement.attach(model):
+            for start in range(0, len(queries), self.batch_size):
+                chunk = queries[start:start + self.batch_size]
+                self.replacement.targets = self.embeddings[[VOCAB[q.word] for q in chunk]]
+                out.extend(GlyphSafe.generate(model, chunk, max_new_tokens=_max_tokens(chunk),
+                                              batch_size=len(chunk)))
         return out
 
 

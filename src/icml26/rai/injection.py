@@ -27,7 +27,8 @@ import torch
 from icml26.core.validation import check_choice, check_int, check_scalar_in
 from icml26.zoo.hf import decoder_layers  # one lookup for every hooked HF model (re-exported)
 
-__all__ = ["DEFAULT_KEYWORDS", "UnsafePrototypeSubspace", "RiskAwarenessInjection", "decoder_layers"]
+__all__ = ["DEFAULT_KEYWORDS", "UnsafePrototypeSubspace", "RiskAwarenessInjection", "TokenReplacement",
+           "decoder_layers"]
 
 #: Nine category words covering the six risk categories (illegal activity, malware/hacking,
 #: pornography, hate speech, physical harm, fraud). The paper's exact list is not published;
@@ -266,6 +267,16 @@ class RiskAwarenessInjection:
         U = self.subspace.U.to(h32.device)
         return (h32 @ U.T) / (h32.norm(dim=-1, keepdim=True) + EPS)
 
+    def select(self, h: torch.Tensor) -> dict:
+        """Scores, risk and the selected tokens of one image's visual tokens ``h`` (N_v, d):
+        the ``m`` largest ``r_v``, kept only where ``r_v > τ``."""
+        S = self.scores(h)                                   # (N_v, K)
+        risk = S.max(dim=-1).values                          # (N_v,)
+        if h.shape[0] == 0:
+            return {"scores": S, "risk": risk, "selected": torch.zeros(0, dtype=torch.long)}
+        top = torch.topk(risk, self.n_selected(h.shape[0])).indices
+        return {"scores": S, "risk": risk, "selected": top[risk[top] > self.tau]}
+
     def modulate(self, h: torch.Tensor):
         """Modulate one image's (or a batch of images') visual tokens.
 
@@ -293,13 +304,8 @@ class RiskAwarenessInjection:
                     {"scores": torch.stack([o[1]["scores"] for o in outs]),
                      "risk": torch.stack([o[1]["risk"] for o in outs]),
                      "selected": [o[1]["selected"] for o in outs]})
-        S = self.scores(h)                                   # (N_v, K)
-        risk = S.max(dim=-1).values                          # (N_v,)
-        if h.shape[0] == 0:
-            return h, {"scores": S, "risk": risk, "selected": torch.zeros(0, dtype=torch.long)}
-        top = torch.topk(risk, self.n_selected(h.shape[0])).indices
-        selected = top[risk[top] > self.tau]
-        info = {"scores": S, "risk": risk, "selected": selected}
+        info = self.select(h)
+        S, selected = info["scores"], info["selected"]
         if self.strength == 0.0 or selected.numel() == 0:
             return h, info
         hs = h[selected].to(torch.float32)                   # (m, d)
@@ -313,6 +319,10 @@ class RiskAwarenessInjection:
         out = h.clone()
         out[selected] = (hs + self.strength * inject).to(h.dtype)
         return out, info
+
+    def _modulate_block(self, h: torch.Tensor, row: int):
+        """The hook's call on one image block of batch row ``row`` (subclasses may use ``row``)."""
+        return self.modulate(h)
 
     # -- hooks on a Hugging Face model ---------------------------------------------------
     @contextmanager
@@ -375,7 +385,7 @@ class RiskAwarenessInjection:
             selection = []
             for row in range(hs.shape[0]):
                 for positions in _blocks(torch.nonzero(mask[row]).flatten(), self.tokens_per_image):
-                    new, info = self.modulate(hs[row, positions])
+                    new, info = self._modulate_block(hs[row, positions], row)
                     hs[row, positions] = new
                     selection.append({"row": row, "positions": positions, "selected": info["selected"],
                                       "risk": info["risk"]})
@@ -397,3 +407,71 @@ class RiskAwarenessInjection:
     def __repr__(self) -> str:
         return (f"RiskAwarenessInjection(K={self.subspace.n_prototypes}, ratio={self.ratio}, tau={self.tau}, "
                 f"strength={self.strength}, layer={self.layer}, mode={self.mode!r}, scale={self.scale!r})")
+
+
+class TokenReplacement(RiskAwarenessInjection):
+    """Positive control (not from the paper): put a known direction where RAI would inject.
+
+    The ``m`` visual tokens that RAI selects (same prototypes, ``ratio``, ``tau``) are replaced by
+    a target direction rescaled to each token's norm, ``h'_v = ‖h_v‖ · t / ‖t‖``. With ``t`` the
+    input embedding of the image's own unsafe word, this is the strongest layer-0 edit of those
+    tokens that still looks like a word to the language model: if it does not make the model
+    refuse, no injection at those tokens can (the world gives no pathway).
+
+    Parameters
+    ----------
+    subspace, ratio, tau, layer, tokens_per_image
+        As in :class:`RiskAwarenessInjection` (they fix which tokens are replaced); ``tau``
+        defaults to ``-1`` so exactly ``m`` tokens are replaced.
+
+    Attributes
+    ----------
+    targets : Tensor of shape (B, d) or None
+        One target direction per batch row, set before each prefill under :meth:`attach`.
+
+    Examples
+    --------
+    >>> ups = UnsafePrototypeSubspace(torch.eye(3)[:1])
+    >>> h = torch.tensor([[3.0, 4.0, 0.0], [0.0, 1.0, 0.0]])
+    >>> TokenReplacement(ups, ratio=0.5).modulate(h, torch.tensor([0.0, 0.0, 2.0]))[0].tolist()
+    [[0.0, 0.0, 5.0], [0.0, 1.0, 0.0]]
+    """
+
+    def __init__(self, subspace: UnsafePrototypeSubspace, ratio: float = 0.01, tau: float = -1.0,
+                 layer: int = 0, tokens_per_image: int | None = None):
+        super().__init__(subspace, ratio=ratio, tau=tau, strength=1.0, layer=layer,
+                         tokens_per_image=tokens_per_image)
+        self.targets: torch.Tensor | None = None
+
+    def modulate(self, h: torch.Tensor, target: torch.Tensor | None = None):
+        """Replace RAI's selected tokens of one image ``h`` (N_v, d) by ``target`` (d,) at their norms.
+
+        Returns
+        -------
+        h_mod : Tensor, same shape and dtype as ``h``
+        info : dict
+            As :meth:`RiskAwarenessInjection.modulate`.
+        """
+        if not isinstance(h, torch.Tensor) or h.ndim != 2:
+            raise ValueError(f"h must be a tensor of shape (N_v, d), got {getattr(h, 'shape', type(h).__name__)}")
+        if not isinstance(target, torch.Tensor) or target.shape != (h.shape[-1],):
+            raise ValueError(f"target must be a tensor of shape ({h.shape[-1]},), got "
+                             f"{getattr(target, 'shape', type(target).__name__)}")
+        t32 = target.to(torch.float32)
+        if not torch.isfinite(t32).all() or float(t32.norm()) <= EPS:
+            raise ValueError("target must be finite with a non-zero norm")
+        if h.shape[-1] != self.subspace.dim:
+            raise ValueError(f"h has width {h.shape[-1]} but the prototypes have width {self.subspace.dim}")
+        info = self.select(h)
+        selected = info["selected"]
+        out = h.clone()
+        if selected.numel():
+            norms = h[selected].to(torch.float32).norm(dim=-1, keepdim=True)
+            out[selected] = (norms * (t32 / t32.norm()).to(h.device)).to(h.dtype)
+        return out, info
+
+    def _modulate_block(self, h: torch.Tensor, row: int):
+        if self.targets is None or row >= len(self.targets):
+            raise ValueError(f"TokenReplacement.targets must hold one target per batch row (row {row} "
+                             f"needed, got {None if self.targets is None else len(self.targets)})")
+        return self.modulate(h, self.targets[row])
