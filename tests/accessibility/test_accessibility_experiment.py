@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 import pandas as pd
 import pytest
 
@@ -70,3 +72,18 @@ def test_profile_and_pathway_quick_on_smollm2(experiment, smollm2, tmp_path):
     assert claims["E2(a) harness: min over arms and seeds of dev ΔCE"].passed  # >= 0 by construction
     assert len(claims) == 7
     assert list(tmp_path.glob("pathway-*/meta.json"))
+
+
+def test_seeds_resample_the_training_blocks():
+    from icml26.accessibility.experiment import PathwayConfig, train_token_rows
+
+    config = PathwayConfig(train_blocks=32, train_pool_blocks=48)
+    per_block = 252
+    rows = {s: train_token_rows(config, 48 * per_block, s) for s in (0, 1)}
+    assert all(r.size == 32 * per_block and np.unique(r).size == r.size for r in rows.values())
+    assert not np.array_equal(rows[0], rows[1])                       # seeds draw different blocks
+    assert np.array_equal(rows[0], train_token_rows(config, 48 * per_block, 0))   # deterministic
+    assert set(np.unique(rows[0] // per_block)).issubset(range(48))
+    assert train_token_rows(PathwayConfig(train_pool_blocks=0), 32 * per_block, 0) is None   # the old rule
+    with pytest.raises(ValueError, match="not a multiple"):
+        train_token_rows(config, 48 * per_block + 1, 0)

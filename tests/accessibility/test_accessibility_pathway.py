@@ -135,3 +135,64 @@ def test_bad_inputs(planted):
         DiagnosticPathway(4, injection="middle")
     with pytest.raises(FileNotFoundError, match="not a pathway cache"):
         load_pathway_cache("/nonexistent/folder")
+
+
+# -- the shared frozen bias, resampled training tokens, bootstrap intervals (#38) -----------
+
+def test_a_shared_bias_stays_frozen_and_every_arm_starts_from_it(planted):
+    from icml26.accessibility import fit_shared_bias
+
+    shared = fit_shared_bias(planted, steps=40, lr=0.05, batch_size=512)
+    b = shared.pathway.bias.detach().clone()
+    assert shared.steps_run > 0 and shared.train_ce < shared.train_ce_base     # the bias learned something
+    bias_arm = fit_pathway(planted, None, control="bias_only", bias=b, steps=50)
+    assert bias_arm.steps_run == 0 and bias_arm.path_ce == pytest.approx(shared.path_ce, abs=1e-6)
+    for control in (None, "shuffled"):
+        arm = fit_pathway(planted, planted.meta["hidden_layer"], control=control, bias=b, steps=30, lr=0.05,
+                          batch_size=512)
+        assert torch.equal(arm.pathway.bias, b)                                  # frozen
+        assert arm.history[0]["dev_ce"] == pytest.approx(shared.dev_ce, abs=1e-6)  # starts at the shared b
+    mid = fit_pathway(planted, planted.meta["hidden_layer"], bias=b, steps=60, lr=0.05, batch_size=512)
+    shuffled = fit_pathway(planted, planted.meta["hidden_layer"], control="shuffled", bias=b, steps=60, lr=0.05,
+                           batch_size=512)
+    assert mid.gain_vs(bias_arm) > 0.3 and abs(shuffled.gain_vs(bias_arm)) < 0.02
+
+
+def test_train_tokens_restrict_batches_centring_and_train_ce(planted):
+    m = planted.meta["hidden_layer"]
+    rows = np.arange(0, planted.train.n_tokens, 2)
+    r = fit_pathway(planted, m, steps=5, lr=0.05, batch_size=128, train_tokens=rows, train_eval_tokens=10_000)
+    src = np.asarray(planted.train.sources[m], dtype=np.float64)[rows].mean(axis=0)
+    assert np.allclose(r.pathway.source_mean.numpy(), src, atol=1e-5)
+    base = np.asarray(planted.train.base_logits[rows], dtype=np.float64)
+    labels = np.asarray(planted.train.labels[rows])
+    logz = np.log(np.exp(base - base.max(1, keepdims=True)).sum(1)) + base.max(1)
+    assert r.train_ce_base == pytest.approx(float((logz - base[np.arange(rows.size), labels]).mean()), rel=1e-5)
+    with pytest.raises(ValueError, match="train_tokens must be distinct rows"):
+        fit_pathway(planted, m, steps=1, train_tokens=np.array([0, 0, 1]))
+    with pytest.raises(ValueError, match="bias must be a finite vector"):
+        fit_pathway(planted, m, steps=1, bias=torch.zeros(3))
+
+
+def test_per_token_test_ce_averages_to_the_test_ce(planted):
+    r = fit_pathway(planted, planted.meta["hidden_layer"], steps=5, lr=0.05, batch_size=128)
+    assert r.token_ce.shape == (planted.test.n_tokens,)
+    assert float(r.token_ce.mean()) == pytest.approx(r.path_ce, rel=1e-6)
+    assert "token_ce" not in r.to_dict() and len(r.to_dict(token_ce=True)["token_ce"]) == planted.test.n_tokens
+
+
+def test_bootstrap_gain_against_a_direct_computation():
+    from icml26.accessibility import bootstrap_gain
+
+    rng = np.random.default_rng(0)
+    ref, new = rng.normal(2.0, 0.5, 400), rng.normal(1.9, 0.5, 400)
+    out = bootstrap_gain(ref, new, n_boot=4000, seed=1)
+    diff = ref - new
+    se = diff.std(ddof=1) / np.sqrt(diff.size)
+    assert out["gain"] == pytest.approx(diff.mean())
+    assert out["low"] == pytest.approx(diff.mean() - 1.96 * se, abs=0.25 * se)
+    assert out["high"] == pytest.approx(diff.mean() + 1.96 * se, abs=0.25 * se)
+    with pytest.raises(ValueError, match="one length"):
+        bootstrap_gain(ref, new[:10])
+    with pytest.raises(ValueError, match="finite"):
+        bootstrap_gain(np.array([np.nan]), np.array([1.0]))

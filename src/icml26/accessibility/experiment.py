@@ -252,25 +252,47 @@ def summarize_profile(jobs: list, config: ProfileConfig) -> Result:
 
 @dataclass(frozen=True)
 class PathwayConfig:
-    """E2: pathway arms on cached SmolLM2 states (train / dev / test token splits)."""
+    """E2: pathway arms on cached SmolLM2 states (train / dev / test token splits).
+
+    The protocol of issue #38 (a Resolution, not from the paper), fixed before the run:
+
+    * ``shared_bias``: the bias-only arm is trained first (``bias_lr``, up to ``bias_steps``,
+      early stopping on dev with ``bias_patience``), then that ``b`` is frozen and shared by
+      every arm, each starting from it; ``False`` gives the old protocol (each arm learns its
+      own bias under its own early stopping);
+    * arms at the spec's calibration setting: rank 32, lr 2e-3, patience 5 evaluations on dev;
+      the memorisation guard (harness c) at exactly that setting without early stopping;
+    * ``train_pool_blocks``: the cache holds this many train blocks and each seed trains on its
+      own random ``train_blocks`` of them (seeds resample the training tokens as well as ``A``
+      and the batch order); 0 gives the old rule (every seed the first ``train_blocks``);
+    * ``G(m)`` per layer with a percentile bootstrap interval over test tokens (``n_boot``).
+
+    The old run: ``--set rank=8 lr=0.0005 patience=3 shared_bias=false train_pool_blocks=0``.
+    """
 
     model: str = "smollm2"
     source: str = "topics"
     seq_len: int = 256
     train_blocks: int = 32
+    train_pool_blocks: int = 48
     dev_blocks: int = 8
     test_blocks: int = 8
     skip: int = 4
     layers: tuple = (8, 15, 22, 30)
     shuffled_layer: int = 15
     claim_layer: int = 15
-    rank: int = 8
+    rank: int = 32
     steps: int = 150
-    lr: float = 5e-4
+    lr: float = 2e-3
     weight_decay: float = 0.1
     batch_size: int = 1024
     eval_every: int = 10
-    patience: int = 3
+    patience: int = 5
+    shared_bias: bool = True
+    bias_lr: float = 5e-3
+    bias_steps: int = 600
+    bias_patience: int = 5
+    n_boot: int = 2000
     no_early_stop_seed: int = 0       # the memorisation check (harness c) runs on this seed only
     batch_rows: int = 4
     cache_dir: str = ""
@@ -292,6 +314,7 @@ def pathway_cache(config: PathwayConfig):
     model, tokenizer = _load_model(config.model)
     fields = {k: getattr(config, k) for k in ("source", "seq_len", "train_blocks", "dev_blocks", "test_blocks",
                                               "skip", "layers", "batch_rows")}
+    fields["train_blocks"] = _pool_blocks(config)
     layers = sorted(set(config.layers) | {config.shuffled_layer})
     fields["layers"] = layers
     key = _key(model, config.source, {"part": "pathway", **fields})
@@ -300,11 +323,56 @@ def pathway_cache(config: PathwayConfig):
         if (path / "meta.json").is_file():
             return load_pathway_cache(path), path, False
         ids = {split: corpus_token_blocks(tokenizer, config.source, split, config.seq_len, n)
-               for split, n in (("train", config.train_blocks), ("dev", config.dev_blocks),
+               for split, n in (("train", _pool_blocks(config)), ("dev", config.dev_blocks),
                                 ("test", config.test_blocks))}
         cache = build_pathway_cache(model, ids["train"], ids["dev"], ids["test"], layers, skip=config.skip,
                                     batch_size=config.batch_rows, path=path)
         return cache, path, True
+
+
+def _pool_blocks(config: PathwayConfig) -> int:
+    return max(config.train_blocks, config.train_pool_blocks)
+
+
+def train_token_rows(config: PathwayConfig, n_tokens: int, seed: int):
+    """The train-split rows of this seed: ``train_blocks`` blocks drawn from the pool (None: all)."""
+    pool = _pool_blocks(config)
+    if config.train_pool_blocks <= 0 or pool == config.train_blocks:
+        return None
+    per_block, rest = divmod(n_tokens, pool)
+    if rest:
+        raise ValueError(f"the train split has {n_tokens} tokens, not a multiple of its {pool} blocks")
+    blocks = np.sort(np.random.default_rng([seed, 38]).choice(pool, size=config.train_blocks, replace=False))
+    return (blocks[:, None] * per_block + np.arange(per_block)[None, :]).ravel()
+
+
+def _train_fields(config: PathwayConfig) -> dict:
+    return {k: getattr(config, k) for k in ("rank", "steps", "lr", "weight_decay", "batch_size", "eval_every",
+                                            "patience", "shuffled_layer", "shared_bias", "bias_lr", "bias_steps",
+                                            "bias_patience", "train_blocks", "train_pool_blocks")}
+
+
+def _shared_bias(config: PathwayConfig, seed: int, cache, folder: Path, rows):
+    """This seed's shared bias (trained once, under a lock, and stored): ``(b, result dict)``."""
+    from .pathway import fit_shared_bias
+
+    fields = {k: getattr(config, k) for k in ("weight_decay", "batch_size", "eval_every", "bias_lr", "bias_steps",
+                                              "bias_patience", "train_blocks", "train_pool_blocks")}
+    tag = hashlib.sha256(json.dumps({"seed": seed, **fields}, sort_keys=True).encode()).hexdigest()[:12]
+    target = folder / "bias" / f"bias-seed{seed}-{tag}.pt"
+    with _file_lock(folder / "bias" / f"bias-seed{seed}-{tag}.lock"):
+        if target.is_file():
+            stored = torch.load(target, weights_only=False)
+            return stored["bias"], stored["result"]
+        result = fit_shared_bias(cache, steps=config.bias_steps, lr=config.bias_lr,
+                                 weight_decay=config.weight_decay, batch_size=config.batch_size,
+                                 eval_every=config.eval_every, patience=config.bias_patience,
+                                 train_tokens=rows, seed=seed)
+        bias = result.pathway.bias.detach().clone()
+        out = result.to_dict()
+        with atomic_file(target) as tmp:
+            torch.save({"bias": bias, "result": out}, tmp)
+        return bias, out
 
 
 def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
@@ -316,14 +384,15 @@ def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
         return {"arm": arm, "skipped": True}
     started = time.perf_counter()
     cache, folder, built = pathway_cache(config)
-    train_fields = {k: getattr(config, k) for k in ("rank", "steps", "lr", "weight_decay", "batch_size",
-                                                    "eval_every", "patience", "shuffled_layer")}
-    tag = hashlib.sha256(json.dumps({"arm": arm, "seed": seed, **train_fields}, sort_keys=True).encode()).hexdigest()[:12]
+    tag = hashlib.sha256(json.dumps({"arm": arm, "seed": seed, **_train_fields(config)},
+                                    sort_keys=True).encode()).hexdigest()[:12]
     done = folder / "arms" / f"{arm}-seed{seed}-{tag}.json"
     if done.is_file():  # resumable: a finished arm is not retrained
         out = json.loads(done.read_text())
         out["resumed"] = True
         return out
+    rows = train_token_rows(config, cache.train.n_tokens, seed)
+    bias, bias_result = (_shared_bias(config, seed, cache, folder, rows) if config.shared_bias else (None, None))
     control, layer = None, None
     if arm == "bias_only":
         control = "bias_only"
@@ -333,14 +402,42 @@ def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
         layer = int(arm[1:])
     result = fit_pathway(cache, layer, rank=config.rank, steps=config.steps, lr=config.lr,
                          weight_decay=config.weight_decay, batch_size=config.batch_size, control=control,
-                         early_stop=not no_es, eval_every=config.eval_every, patience=config.patience, seed=seed)
-    out = result.to_dict()
+                         early_stop=not no_es, eval_every=config.eval_every, patience=config.patience,
+                         bias=bias, train_tokens=rows, seed=seed)
+    out = result.to_dict(token_ce=not no_es)
+    if arm == "bias_only" and bias_result is not None:   # the shared bias's own training
+        out.update({"bias_history": bias_result["history"], "bias_best_step": bias_result["best_step"],
+                    "bias_steps_run": bias_result["steps_run"]})
     out.update({"arm": arm, "cache_was_built": built, "job_seconds": time.perf_counter() - started,
-                "n_train": cache.train.n_tokens, "n_dev": cache.dev.n_tokens, "n_test": cache.test.n_tokens,
-                "resumed": False})
+                "n_train": cache.train.n_tokens if rows is None else int(rows.size), "n_dev": cache.dev.n_tokens,
+                "n_test": cache.test.n_tokens, "resumed": False})
     with atomic_file(done) as tmp:
         tmp.write_text(json.dumps(out, default=float))
     return out
+
+
+def _pooled_token_gains(es: pd.DataFrame, arm: str) -> np.ndarray | None:
+    """Per test token, the mean over seeds of ``CE_bias-only − CE_arm`` (seeds share the test tokens)."""
+    per_seed = []
+    for seed, g in es.groupby("seed"):
+        bias = es[(es["arm"] == "bias_only") & (es["seed"] == seed)]
+        row = g[g["arm"] == arm]
+        if not len(bias) or not len(row) or not isinstance(row["token_ce"].iloc[0], list):
+            continue
+        per_seed.append(np.asarray(bias["token_ce"].iloc[0]) - np.asarray(row["token_ce"].iloc[0]))
+    return np.mean(per_seed, axis=0) if per_seed else None
+
+
+def _interval(tokens: np.ndarray | None, config: PathwayConfig) -> dict | None:
+    from .pathway import bootstrap_gain
+
+    if tokens is None:
+        return None
+    return bootstrap_gain(tokens, np.zeros_like(tokens), n_boot=config.n_boot, seed=0)
+
+
+def _fmt_interval(iv: dict | None) -> str:
+    return "n/a" if iv is None else f"{iv['gain']:+.4f} [{iv['low']:+.4f}, {iv['high']:+.4f}]"
 
 
 def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
@@ -352,16 +449,22 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
     es["gain"] = [bias.get(s, np.nan) - ce for s, ce in zip(es["seed"], es["path_ce"])]
     es["train_drop"] = es["train_ce_base"] - es["train_ce"]
     arms = list(dict.fromkeys(es["arm"]))
+    has_tokens = "token_ce" in es.columns
+    intervals = {arm: _interval(_pooled_token_gains(es, arm), config) if has_tokens else None for arm in arms}
     rows = []
     for arm in arms:
         g = es[es["arm"] == arm]
         rows.append({"arm": arm, "test ΔCE": format_mean_std(g["delta_ce"], 4),
                      "dev ΔCE": format_mean_std(g["dev_delta_ce"], 4), "G vs bias-only": format_mean_std(g["gain"], 4),
+                     "G, 95 % bootstrap (tokens)": _fmt_interval(intervals[arm]),
                      "KL(path‖base)": format_mean_std(g["kl"], 4), "flip rate": format_mean_std(g["flip_rate"], 3),
                      "train CE drop": format_mean_std(g["train_drop"], 4), "best step": format_mean_std(g["best_step"], 0),
+                     "steps run": format_mean_std(g["steps_run"], 0),
                      "Â_8 readout in (base→path)": f"{g['enrichment_base'].mean():.2f}→{g['enrichment_path'].mean():.2f}",
                      "seeds": len(g)})
     table = pd.DataFrame(rows)
+    per_seed = es.pivot_table(index="seed", columns="arm", values="gain").reset_index()
+    per_seed.columns = ["seed"] + [f"G({c})" for c in per_seed.columns[1:]]
     shuf = f"shuffled{config.shuffled_layer}"
     mid, last = f"m{config.claim_layer}", f"m{max(config.layers)}"
     claims = [
@@ -373,14 +476,19 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
     g_shuf = es[es["arm"] == shuf].set_index("seed")["gain"]
     g_mid = es[es["arm"] == mid].set_index("seed")["gain"]
     g_last = es[es["arm"] == last].set_index("seed")["gain"]
+    protocol = ("shared frozen bias" if config.shared_bias else "each arm its own bias (old protocol)")
     if len(g_shuf):
         claims.append(Claim.at_most(f"E2(b) harness: |mean G({shuf})| (token-specific gain of shuffled states)",
-                                    abs(float(g_shuf.mean())), 0.01, paper="(harness bar, ours)"))
+                                    abs(float(g_shuf.mean())), 0.01, paper="(harness bar, ours)",
+                                    note=f"{protocol}; per seed {[round(v, 4) for v in g_shuf]}; 95 % bootstrap "
+                                         f"over test tokens {_fmt_interval(intervals.get(shuf))}"))
     noes = frame[frame["arm"].str.endswith("_no_early_stop")]
     if len(noes):
         drop = float((noes["train_ce_base"] - noes["train_ce"]).iloc[0])
         claims.append(Claim.at_least(f"E2(c) harness: {shuf} without early stopping, train CE drop below base",
-                                     drop, 0.3, paper="(harness bar, ours: memorisation is detectable)"))
+                                     drop, 0.3, paper="(harness bar, ours: memorisation is detectable)",
+                                     note=f"rank {config.rank}, lr {config.lr}, {config.steps} steps, "
+                                          f"{protocol} (the setting of the arms)"))
     notes = []
     if len(g_mid) and len(g_shuf):
         diff = (g_mid - g_shuf).dropna()
@@ -388,42 +496,75 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
         _, sd = mean_std(diff)
         claims.append(Claim.at_least(f"E2 claim check: mean G({mid})", mean_mid, 1e-12,
                                      paper="a mid-layer pathway changes behaviour (abstract)",
-                                     note="bar is > 0; report-only, may fail at this scale"))
+                                     note=f"bar is > 0; 95 % bootstrap over test tokens "
+                                          f"{_fmt_interval(intervals.get(mid))}; report-only, may fail at this scale"))
         margin = float(diff.mean() - 2 * sd) if len(diff) > 1 else float("nan")
         claims.append(Claim.at_least(f"E2 claim check: G({mid}) − G({shuf}) − 2 sd (over seeds)", margin, 1e-12,
                                      paper="token-specific beyond the shuffled control",
                                      note=f"mean difference {diff.mean():.4f}, sd {sd:.4f}; report-only"))
         if len(g_last):
+            ratio_iv = None
+            if has_tokens:
+                t_mid, t_last = _pooled_token_gains(es, mid), _pooled_token_gains(es, last)
+                if t_mid is not None and t_last is not None:
+                    ratio_iv = _interval(t_mid - 0.5 * t_last, config)
             claims.append(Claim.at_least(f"E2 claim check: G({mid}) − 0.5·G({last})",
                                          mean_mid - 0.5 * float(g_last.mean()), 0.0,
                                          paper="comparable to the m = L control",
-                                         note=f"G({last}) = {g_last.mean():.4f}; report-only"))
+                                         note=f"G({last}) = {g_last.mean():.4f}, 95 % bootstrap of the difference "
+                                              f"over test tokens {_fmt_interval(ratio_iv)}; report-only"))
     n0 = recs[0]
-    notes.append(f"tokens: train {n0['n_train']}, dev {n0['n_dev']}, test {n0['n_test']}; r = {config.rank}, "
+    bias_note = ""
+    if config.shared_bias and "bias_best_step" in es.columns:
+        b = es[es["arm"] == "bias_only"]
+        bias_note = (f"; shared bias: lr {config.bias_lr}, best dev step {format_mean_std(b['bias_best_step'], 0)} "
+                     f"of ≤ {config.bias_steps} (patience {config.bias_patience}), train CE drop "
+                     f"{format_mean_std(b['train_drop'], 4)}")
+    notes.append(f"tokens per seed: train {n0['n_train']} (a seeded draw of {config.train_blocks} of "
+                 f"{_pool_blocks(config)} blocks), dev {n0['n_dev']}, test {n0['n_test']}; r = {config.rank}, "
                  f"AdamW lr {config.lr} wd {config.weight_decay}, ≤ {config.steps} steps of {config.batch_size}, "
                  f"dev every {config.eval_every} steps, patience {config.patience}; base test CE "
-                 f"{es['base_ce'].iloc[0]:.3f}")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    means = [es[es["arm"] == a]["gain"].mean() for a in arms]
-    sds = [es[es["arm"] == a]["gain"].std(ddof=1) if (es["arm"] == a).sum() > 1 else 0 for a in arms]
-    ax1.bar(arms, means, yerr=sds, color=["0.6"] + ["C0"] * (len(arms) - 2) + ["C3"])
-    ax1.axhline(0, color="k", lw=0.8)
-    ax1.set_xlabel("arm (source layer m of the bypass)")
-    ax1.set_ylabel("token-specific gain G = CE_bias-only − CE_path (nats)")
-    ax1.set_title("test-split gain over the bias-only arm (mean ± sd over seeds)")
+                 f"{es['base_ce'].iloc[0]:.3f}; protocol: {protocol}{bias_note}")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    depth_arms = [f"m{m}" for m in config.layers if f"m{m}" in arms]
+    xs = [int(a[1:]) for a in depth_arms]
+    if all(intervals.get(a) is not None for a in depth_arms) and depth_arms:
+        ys = [intervals[a]["gain"] for a in depth_arms]
+        err = [[intervals[a]["gain"] - intervals[a]["low"] for a in depth_arms],
+               [intervals[a]["high"] - intervals[a]["gain"] for a in depth_arms]]
+    else:
+        ys = [es[es["arm"] == a]["gain"].mean() for a in depth_arms]
+        err = None
+    ax1.errorbar(xs, ys, yerr=err, fmt="o-", color="C0", capsize=3, label="G(m): bypass from layer m")
+    ax1.axhline(0, color="0.4", lw=1, label="bias-only (G = 0 by definition)")
+    if intervals.get(shuf) is not None:
+        iv = intervals[shuf]
+        ax1.axhspan(iv["low"], iv["high"], color="C3", alpha=0.2)
+        ax1.axhline(iv["gain"], color="C3", ls="--", label=f"{shuf} (95 % band)")
+    elif len(g_shuf):
+        ax1.axhline(float(g_shuf.mean()), color="C3", ls="--", label=shuf)
+    ax1.set_xlabel("source layer m")
+    ax1.set_ylabel("G = CE_bias-only − CE_path (nats, test)")
+    ax1.set_title("token-specific gain vs depth (95 % bootstrap over test tokens, seeds pooled)")
+    ax1.legend(fontsize=7)
     seed0 = es["seed"].min()
     for arm in arms:
         hist = es[(es["arm"] == arm) & (es["seed"] == seed0)]["history"]
-        if len(hist):
+        if len(hist) and arm != "bias_only":
             h = pd.DataFrame(hist.iloc[0])
             ax2.plot(h["step"], h["dev_ce"], "o-", ms=3, label=arm)
+    if "bias_history" in es.columns:
+        bh = es[(es["arm"] == "bias_only") & (es["seed"] == seed0)]["bias_history"]
+        if len(bh) and isinstance(bh.iloc[0], list):
+            h = pd.DataFrame(bh.iloc[0])
+            ax2.plot(h["step"], h["dev_ce"], "k.-", ms=3, label="shared bias (trained first)")
     ax2.set_xlabel("training step")
     ax2.set_ylabel("dev CE (nats)")
     ax2.set_title(f"dev CE during training (seed {seed0})")
     ax2.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"E2 pathway arms (test split)": table}, figures={"E2 pathway gains": fig},
-                  claims=claims, notes=notes)
+    return Result(tables={"E2 pathway arms (test split)": table, "E2 G per seed": per_seed},
+                  figures={"E2 pathway gains": fig}, claims=claims, notes=notes)
 
 
 # -- scaling: metric cost vs tokens -----------------------------------------------------------
@@ -643,10 +784,11 @@ EXPERIMENT = register(Experiment(
              full=ProfileConfig(), seeds=(0,), quick_seeds=(0,), threads=1,
              description="E1: capacity vs accessibility depth profile of SmolLM2-135M"),
         Part(name="pathway", run=run_pathway, summarize=summarize_pathway, tasks=pathway_tasks,
-             quick=PathwayConfig(seq_len=32, train_blocks=4, dev_blocks=2, test_blocks=2, steps=6, batch_size=64,
-                                 eval_every=3, patience=2, batch_rows=4),
+             quick=PathwayConfig(seq_len=32, train_blocks=4, train_pool_blocks=6, dev_blocks=2, test_blocks=2, steps=6,
+                                 batch_size=64, eval_every=3, patience=2, bias_steps=6, batch_rows=4, n_boot=200),
              full=PathwayConfig(), seeds=(0, 1, 2), quick_seeds=(0,), threads=1,
-             description="E2: diagnostic pathway arms (bias-only, m = 8/15/22/30, shuffled-15) with early stopping"),
+             description="E2: diagnostic pathway arms (shared frozen bias, m = 8/15/22/30, shuffled-15), seeds "
+                         "resample the training tokens, bootstrap intervals"),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling,
              quick=ScalingConfig(d_model=64, vocab=256, sizes=(256, 512, 1024), batch=256, repeats=2),
              full=ScalingConfig(), seeds=(0,), quick_seeds=(0,), threads=1,

@@ -14,7 +14,13 @@ budget: ``m = L`` (pure adapter capacity), ``m = 0``, ``control="shuffled"`` (ro
 (``z = W_U[N_γ(h^L) + b]``). Training: next-token CE on cached train tokens, the base frozen,
 AdamW, dev CE every ``eval_every`` steps with the best checkpoint kept (step 0 = the base, so
 dev ΔCE ≥ 0 by construction) and stopping after ``patience`` evaluations without improvement
-(the patience rule is ours). The "pre-norm" variant ``z = W_U N_γ(h^L + B A n(h^m)) + W_U b``
+(the patience rule is ours).
+
+The protocol of the experiment (issue #38, a Resolution): the bias-only arm is trained first, to
+its dev-CE plateau (:func:`fit_shared_bias`), and that ``b`` is then **frozen and shared** by
+every arm (``fit_pathway(..., bias=b)``), so the token-specific gain
+``G(m) = CE_bias-only − CE_path(m)`` measures what the tokens of layer ``m`` add, not how far
+each arm's own bias got. The "pre-norm" variant ``z = W_U N_γ(h^L + B A n(h^m)) + W_U b``
 is available too (it recomputes the norm: a full ``d × V`` product per step).
 
 Post-norm steps never form ``W_U`` times a ``d``-vector per token: the logit change is
@@ -40,7 +46,7 @@ from icml26.core.validation import check_choice, check_int, check_scalar_in
 from .metrics import LayerStats, accessibility_metrics, readout_basis_from_weights, rms_normalize
 
 __all__ = ["DiagnosticPathway", "PathwaySplit", "PathwayCache", "PathwayResult", "build_pathway_cache",
-           "fit_pathway", "save_pathway_cache", "load_pathway_cache", "INJECTIONS", "CONTROLS"]
+           "fit_pathway", "fit_shared_bias", "bootstrap_gain", "save_pathway_cache", "load_pathway_cache", "INJECTIONS", "CONTROLS"]
 
 INJECTIONS = ("post_norm", "pre_norm")
 CONTROLS = (None, "shuffled", "bias_only")
@@ -337,6 +343,7 @@ class PathwayResult:
     history: list
     seconds: float
     gain_vs_bias: float | None = None
+    token_ce: np.ndarray | None = field(default=None, repr=False)
     pathway: DiagnosticPathway | None = field(default=None, repr=False)
 
     def gain_vs(self, bias_only: "PathwayResult") -> float:
@@ -344,8 +351,12 @@ class PathwayResult:
         self.gain_vs_bias = float(bias_only.path_ce - self.path_ce)
         return self.gain_vs_bias
 
-    def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "pathway"}
+    def to_dict(self, token_ce: bool = False) -> dict:
+        """The scalar results and history (``token_ce`` adds the per-token test CE as a list)."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("pathway", "token_ce")}
+        if token_ce and self.token_ce is not None:
+            out["token_ce"] = [float(v) for v in self.token_ce]
+        return out
 
 
 class _AdamW:
@@ -437,6 +448,7 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
     n_total = arm.labels.shape[0]
     idx = torch.arange(n_total) if idx is None else idx
     ce_path = ce_base = kl = flips = 0.0
+    per_token = []
     for start in range(0, idx.numel(), batch):
         rows = idx[start:start + batch]
         base = arm.base(rows.numpy())
@@ -451,7 +463,10 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
             fs = torch.from_numpy(np.asarray(arm.split.final_states[rows.numpy()], dtype=np.float32))
             z = _pre_norm_logits(cache, path, fs, x)
         logp = torch.log_softmax(z, dim=1)
-        ce_path += float(-logp.gather(1, y[:, None]).sum())
+        token_ce = -logp.gather(1, y[:, None]).squeeze(1)
+        ce_path += float(token_ce.sum())
+        if compare:
+            per_token.append(token_ce.double())
         if compare:
             logq = torch.log_softmax(base, dim=1)
             ce_base += float(-logq.gather(1, y[:, None]).sum())
@@ -459,7 +474,8 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
             flips += float((logp.argmax(1) != logq.argmax(1)).sum())
     n = idx.numel()
     if compare:
-        return {"ce": ce_path / n, "base_ce": ce_base / n, "kl": kl / n, "flip_rate": flips / n}
+        return {"ce": ce_path / n, "base_ce": ce_base / n, "kl": kl / n, "flip_rate": flips / n,
+                "token_ce": torch.cat(per_token).numpy()}
     return {"ce": ce_path / n}
 
 
@@ -483,7 +499,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
                 lr: float = 5e-4, weight_decay: float = 0.1, batch_size: int = 1024, control: str | None = None,
                 center: bool = True, learn_bias: bool = True, early_stop: bool = True, eval_every: int = 10,
                 patience: int | None = 3, injection: str = "post_norm", train_eval_tokens: int = 4096,
-                seed: int = 0) -> PathwayResult:
+                bias: torch.Tensor | None = None, train_tokens=None, seed: int = 0) -> PathwayResult:
     """Train one pathway arm with the base frozen and measure its behavioural change on test.
 
     Parameters
@@ -508,6 +524,13 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
     injection : {"post_norm", "pre_norm"}
     train_eval_tokens : int
         Train CE (base and pathway) is measured on the first this-many train tokens.
+    bias : Tensor (d,), optional
+        A readout-input bias to start from and keep **frozen** (the shared bias of
+        :func:`fit_shared_bias`); ``learn_bias`` is then ignored. With ``control="bias_only"``
+        nothing trains: the arm is evaluated at ``b``.
+    train_tokens : 1-D int array, optional
+        Rows of the train split to use (the seed's resample of the training tokens): batches,
+        the centring mean and the train CE are taken over these rows only. Default: all.
     seed : int
         Seeds ``A``'s initialisation, the batch order and the shuffled control's permutation.
 
@@ -542,14 +565,28 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         source_layer = None
     if injection == "pre_norm" and cache.meta.get("norm", "RMSNorm").lower().find("rms") < 0:
         raise ValueError(f"injection='pre_norm' needs an RMSNorm final norm, the cache has {cache.meta.get('norm')}")
-    started = time.perf_counter()
     d = cache.d_model
-    path = DiagnosticPathway(d, rank=rank, injection=injection, learn_bias=learn_bias or control == "bias_only",
+    if bias is not None:
+        bias = torch.as_tensor(bias, dtype=torch.float32).detach()
+        if bias.shape != (d,) or not bool(torch.isfinite(bias).all()):
+            raise ValueError(f"bias must be a finite vector of shape ({d},), got shape {tuple(bias.shape)}")
+    rows = _train_rows(train_tokens, cache.train.n_tokens)
+    started = time.perf_counter()
+    frozen_bias_only = control == "bias_only" and bias is not None
+    path = DiagnosticPathway(d, rank=rank, injection=injection,
+                             learn_bias=bias is not None or learn_bias or control == "bias_only",
                              bypass=control != "bias_only", seed=seed)
+    if bias is not None:   # the shared bias: the start, and frozen
+        with torch.no_grad():
+            path.bias.copy_(bias)
+        path.bias.requires_grad_(False)
+    if frozen_bias_only:
+        steps = 0
     gen = torch.Generator().manual_seed(seed + 1)
     if source_layer is not None and center:
-        path.source_mean.copy_(torch.from_numpy(np.asarray(cache.train.sources[source_layer], dtype=np.float64)
-                                                .mean(axis=0)).float())
+        src = np.asarray(cache.train.sources[source_layer])
+        src = src if rows is None else src[rows.numpy()]
+        path.source_mean.copy_(torch.from_numpy(np.asarray(src, dtype=np.float64).mean(axis=0)).float())
     arms = {}
     for name in _SPLITS:
         split = cache.split(name)
@@ -560,7 +597,9 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
     params = [p for p in path.parameters() if p.requires_grad]
     opt = _AdamW(params, lr=lr, weight_decay=weight_decay)
     W = cache.unembedding.float()
-    n_train = cache.train.n_tokens
+    pool = torch.arange(cache.train.n_tokens) if rows is None else rows
+    n_train = int(pool.numel())
+    batch_size = min(batch_size, n_train)
     dev_base = _evaluate(cache, path, arms["dev"])["ce"]
     best = (dev_base, 0, {k: v.detach().clone() for k, v in path.state_dict().items()})
     history = [{"step": 0, "dev_ce": dev_base, "train_loss": float("nan")}]
@@ -568,7 +607,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
     for step in range(1, steps + 1):
         if cursor + batch_size > n_train:
             order, cursor = torch.randperm(n_train, generator=gen), 0
-        idx = order[cursor:cursor + batch_size].sort().values
+        idx = pool[order[cursor:cursor + batch_size]].sort().values
         cursor += batch_size
         arm = arms["train"]
         x = None if arm.x is None else arm.x[idx]
@@ -602,7 +641,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         best_step = steps_run
     dev_ce = _evaluate(cache, path, arms["dev"])["ce"]
     test = _evaluate(cache, path, arms["test"], compare=True)
-    train_idx = torch.arange(min(train_eval_tokens, n_train))
+    train_idx = pool[:min(train_eval_tokens, n_train)]
     train = _evaluate(cache, path, arms["train"], idx=train_idx, compare=True)
     enr_base, enr_path = _readout_enrichment(cache, path, arms["test"])
     return PathwayResult(source_layer=source_layer, control=control, rank=path.rank, base_ce=test["base_ce"],
@@ -610,4 +649,81 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
                          dev_ce=dev_ce, dev_delta_ce=dev_base - dev_ce, kl=test["kl"], flip_rate=test["flip_rate"],
                          best_step=best_step, steps_run=steps_run, train_ce_base=train["base_ce"],
                          train_ce=train["ce"], enrichment_base=enr_base, enrichment_path=enr_path,
-                         history=history, seconds=time.perf_counter() - started, pathway=path)
+                         history=history, seconds=time.perf_counter() - started,
+                         token_ce=test["token_ce"], pathway=path)
+
+
+def _train_rows(train_tokens, n_tokens: int):
+    """``train_tokens`` as a sorted LongTensor of distinct rows in ``[0, n_tokens)`` (None: all)."""
+    if train_tokens is None:
+        return None
+    arr = np.asarray(train_tokens)
+    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError("train_tokens must be a non-empty 1-D array of integer row indices")
+    if arr.min() < 0 or arr.max() >= n_tokens or np.unique(arr).size != arr.size:
+        raise ValueError(f"train_tokens must be distinct rows in [0, {n_tokens}), got min {arr.min()}, "
+                         f"max {arr.max()}, {arr.size - np.unique(arr).size} repeats")
+    return torch.from_numpy(np.sort(arr).astype(np.int64))
+
+
+def fit_shared_bias(cache: PathwayCache, *, steps: int = 600, lr: float = 5e-3, weight_decay: float = 0.1,
+                    batch_size: int = 1024, eval_every: int = 10, patience: int = 5, train_tokens=None,
+                    seed: int = 0) -> PathwayResult:
+    """Train the bias-only arm to its dev-CE plateau: the bias every arm then shares, frozen.
+
+    ``z = W_U[N_γ(h^L) + b]`` with only ``b`` trained (AdamW, early stopping on dev CE with
+    ``patience`` evaluations); the returned ``result.pathway.bias`` is the ``b`` to pass to
+    :func:`fit_pathway` as ``bias=``. A Resolution (not from the paper; issue #38): the spec asks
+    that every arm gets the same learned bias, and a bias trained inside each arm with the
+    arm's own early stopping makes ``G`` measure how far each bias got.
+
+    Examples
+    --------
+    >>> from icml26.accessibility.data import planted_pathway_cache
+    >>> cache = planted_pathway_cache(seed=0)
+    >>> shared = fit_shared_bias(cache, steps=40, lr=0.05)
+    >>> arm = fit_pathway(cache, cache.meta["hidden_layer"], steps=60, lr=0.05, bias=shared.pathway.bias)
+    >>> bool(torch.equal(arm.pathway.bias, shared.pathway.bias)) and arm.path_ce < shared.path_ce
+    True
+    """
+    return fit_pathway(cache, None, control="bias_only", steps=steps, lr=lr, weight_decay=weight_decay,
+                       batch_size=batch_size, eval_every=eval_every, patience=patience,
+                       train_tokens=train_tokens, seed=seed)
+
+
+def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> dict:
+    """Mean paired gain ``reference − path`` over tokens with a percentile bootstrap interval.
+
+    Parameters
+    ----------
+    reference_ce, path_ce : 1-D arrays of the same length
+        Per-token CE of the reference (the bias-only arm) and of the pathway arm, on the same
+        tokens (pass the mean over seeds per token to pool seeds).
+    n_boot : int
+    level : float in (0, 1)
+    seed : int
+
+    Returns
+    -------
+    dict with ``gain``, ``low``, ``high`` (the ``level`` interval), ``n_tokens``.
+
+    Examples
+    --------
+    >>> out = bootstrap_gain(np.full(100, 2.0), np.full(100, 1.5))
+    >>> (out["gain"], out["low"], out["high"])
+    (0.5, 0.5, 0.5)
+    """
+    ref = np.asarray(reference_ce, dtype=float)
+    new = np.asarray(path_ce, dtype=float)
+    if ref.ndim != 1 or ref.shape != new.shape or ref.size == 0:
+        raise ValueError(f"reference_ce and path_ce must be 1-D arrays of one length, got {ref.shape} and {new.shape}")
+    if not (np.isfinite(ref).all() and np.isfinite(new).all()):
+        raise ValueError("reference_ce and path_ce must be finite")
+    check_int(n_boot, "n_boot", min_value=1)
+    check_scalar_in(level, "level", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    diff = ref - new
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, diff.size, size=(n_boot, diff.size))].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    return {"gain": float(diff.mean()), "low": float(np.quantile(means, tail)),
+            "high": float(np.quantile(means, 1.0 - tail)), "n_tokens": int(diff.size)}
