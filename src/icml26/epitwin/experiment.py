@@ -459,7 +459,8 @@ def forward_seconds(n_contacts: int, T: int = 512, d_model: int = 32, n_layers: 
     mask[0, shaft == 0] = True
     F = torch.rand(n_contacts, n_contacts)
     with torch.no_grad():
-        return best_seconds(lambda: g(x, mask, t, F), repeats=repeats)
+        # CPU seconds (one torch thread): the load of other processes cannot flip the slope (#33)
+        return best_seconds(lambda: g(x, mask, t, F), repeats=repeats, clock="cpu")
 
 
 def scaling_tasks(config: ScalingConfig) -> list:
