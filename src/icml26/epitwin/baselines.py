@@ -34,17 +34,30 @@ class IDWReconstructor(BaseReconstructor):
 
     def _reconstruct(self, Z, mask, montage):
         W = idw_weights(montage.pos, ~mask, power=self.power, n_nearest=self.n_nearest)
-        return np.einsum("ij,wjt->wit", W, Z)
+        # Only the masked rows are used, and only observed columns are non-zero: one float64
+        # matmul on those blocks (the mixed float64/float32 einsum over all rows was 85 % of a
+        # predict, #42; equal to it to round-off, tested).
+        obs = ~mask
+        out = np.zeros(Z.shape)
+        out[:, mask] = np.matmul(W[np.ix_(mask, obs)], Z[:, obs].astype(np.float64))
+        return out
 
 
 def lagged(Z: np.ndarray, lags) -> np.ndarray:
     """Lagged copies ``x(t + lag)`` of (W, N, T) windows -> (W, N * len(lags), T), edge-padded
     within each window; feature ``n * len(lags) + k`` is contact ``n`` at ``lags[k]``."""
     W, N, T = Z.shape
-    t = np.arange(T)
+    lags = [int(lag) for lag in lags]
+    pad = min(max((abs(lag) for lag in lags), default=0), T - 1) if T else 0
+    # Edge-pad once, then each lag is a slice (fancy indexing with clipped indices per lag was
+    # 27 % of a ridge predict, #42); lags beyond the window clip to its edge as before.
+    Zp = np.pad(Z, ((0, 0), (0, 0), (pad, pad)), mode="edge") if pad else Z
     out = np.empty((W, N, len(lags), T), dtype=Z.dtype)
     for k, lag in enumerate(lags):
-        out[:, :, k] = Z[:, :, np.clip(t + int(lag), 0, T - 1)]
+        if abs(lag) <= pad:
+            out[:, :, k] = Zp[:, :, pad + lag:pad + lag + T]
+        else:
+            out[:, :, k] = Z[:, :, np.clip(np.arange(T) + lag, 0, T - 1)]
     return out.reshape(W, N * len(lags), T)
 
 
@@ -99,33 +112,69 @@ class RidgeReconstructor(BaseReconstructor):
     def _reconstruct(self, Z, mask, montage):
         if self._key(montage) != self.key_:
             raise ValueError("RidgeReconstructor can only reconstruct the montage it was fitted on")
-        B = self.coef_for(mask)
-        n_l = len(self.lags)
-        obs = np.flatnonzero(~mask)
-        feats = lagged(Z.astype(np.float64), self.lags)
-        sel = (obs[:, None] * n_l + np.arange(n_l)[None]).ravel()
+        B = self.coef_for(mask)                        # (n_observed * n_lags, n_masked)
+        # Σ_lag B_lagᵀ · shift_lag(Z_obs) as one float64 matmul of all lags' coefficients with
+        # the edge-padded observed contacts laid out (contact, window·time), then each lag's
+        # slice — the lagged features (n_observed * n_lags rows) are never formed (the
+        # mixed-dtype einsum and the fancy-indexed lags were 57 % of a predict, #42; equal to
+        # round-off, tested).
+        lags = [int(lag) for lag in self.lags]
+        n_l, (n_w, _, T) = len(lags), Z.shape
+        n_o, n_m = int((~mask).sum()), int(mask.sum())
+        pad = min(max(abs(lag) for lag in lags), T - 1)
+        Zo = np.ascontiguousarray(Z[:, ~mask].transpose(1, 0, 2), dtype=np.float64)  # (o, W, T)
+        Zp = np.pad(Zo, ((0, 0), (0, 0), (pad, pad)), mode="edge") if pad else Zo
+        Tp = T + 2 * pad
+        coef = B.reshape(n_o, n_l, n_m).transpose(1, 2, 0).reshape(n_l * n_m, n_o)  # lag-major
+        Y = (coef @ Zp.reshape(n_o, n_w * Tp)).reshape(n_l, n_m, n_w, Tp)
+        acc = np.zeros((n_m, n_w, T))
+        for k, lag in enumerate(lags):
+            if abs(lag) <= pad:
+                acc += Y[k, :, :, pad + lag:pad + lag + T]
+            else:  # a lag longer than the window: every sample clips to an edge
+                idx = np.clip(np.arange(T) + lag, 0, T - 1) + pad
+                acc += Y[k][:, :, idx]
+        acc = acc.transpose(1, 0, 2)
         out = np.zeros(Z.shape)
-        out[:, mask] = np.einsum("fm,wft->wmt", B, feats[:, sel])
+        out[:, mask] = acc
         return out
 
 
-def mne_interpolate(X, montage, bad_contacts, fs: float = 256.0, method: str | None = None):
+def mne_interpolate(X, montage, bad_contacts, fs: float = 256.0, method: str | None = None,
+                    per_shaft: bool = True):
     """Reconstruct ``bad_contacts`` (indices) with MNE's ``Raw.interpolate_bads``.
 
     For ``seeg`` channels MNE 1.13 fits a 1-D spline along each shaft it detects from the
     contact positions and needs at least 4 good contacts on the same shaft: it raises
-    ``RuntimeError`` when a whole shaft (series-level masking) is bad. Its shaft detection starts
-    from each contact's nearest neighbour, so where two shafts pass within a contact spacing it
-    can fail (re-raised here as ``RuntimeError``). Returns the reconstructed (N, T) array.
+    ``RuntimeError`` when a whole shaft (series-level masking) is bad.
+
+    MNE's shaft detection starts from each contact's nearest neighbour and runs over every
+    contact of the recording, so where two shafts pass within a contact spacing of each other
+    it fails with an ``IndexError`` for *every* bad contact, wherever it is (the default
+    synthetic recording, ``make_synthetic_seeg(patient_seed=0, n_shafts=10)``, is one, #42).
+    With ``per_shaft=True`` (default) MNE is given the contacts of one shaft of ``montage`` at a
+    time (the shaft of the bad contacts): its spline uses only same-shaft contacts anyway, so the
+    result is the same where its detection works on the whole recording (tested) and defined
+    where it does not. ``per_shaft=False`` passes the whole recording (MNE's own detection; its
+    failure is re-raised as ``RuntimeError``). Returns the reconstructed (N, T) array.
     """
     from .data import to_raw
 
-    raw = to_raw(np.asarray(X, float), montage, fs)
-    raw.info["bads"] = [montage.names[i] for i in np.atleast_1d(bad_contacts)]
+    X = np.asarray(X, float)
+    bad = np.unique(np.atleast_1d(np.asarray(bad_contacts, dtype=int)))
+    if bad.size and (bad.min() < 0 or bad.max() >= montage.n_contacts):
+        raise ValueError(f"bad_contacts must be contact indices in [0, {montage.n_contacts - 1}]")
     kwargs = {} if method is None else {"method": method}
-    try:
-        raw.interpolate_bads(reset_bads=True, verbose="error", **kwargs)
-    except IndexError as exc:  # MNE's shaft detection (nearest contact on another shaft)
-        raise RuntimeError("MNE could not detect the sEEG shaft of the bad contacts from their "
-                           f"positions (IndexError in _find_seeg_electrode_shaft: {exc})") from exc
-    return raw.get_data() / 1e-4
+    groups = ([np.flatnonzero(montage.shaft == s) for s in np.unique(montage.shaft[bad])]
+              if per_shaft else [np.arange(montage.n_contacts)])
+    out = X.copy()
+    for contacts in groups:
+        raw = to_raw(X[contacts], montage.subset(contacts), fs)
+        raw.info["bads"] = [montage.names[i] for i in contacts if i in set(bad.tolist())]
+        try:
+            raw.interpolate_bads(reset_bads=True, verbose="error", **kwargs)
+        except IndexError as exc:  # MNE's shaft detection (nearest contact on another shaft)
+            raise RuntimeError("MNE could not detect the sEEG shaft of the bad contacts from their "
+                               f"positions (IndexError in _find_seeg_electrode_shaft: {exc})") from exc
+        out[contacts] = raw.get_data() / 1e-4
+    return out

@@ -184,18 +184,21 @@ class BaseReconstructor(BaseEstimator):
         self._check_fs(fs)
         mask = montage.mask_for(masked_shafts)
         W = arr[None] if arr.ndim == 2 else arr
-        W2 = W.copy()
-        W2[:, mask] = 0.0
-        mean, std = self._stats_for(montage, W2, mask)
-        Z = ((W2 - mean[None, :, None]) / std[None, :, None]).astype(np.float32)
+        # (No zeroed copy of the input and one float64 temporary fewer: the masked rows'
+        # statistics are (0, 1) and their standardised values are zeroed either way, and the
+        # output is written in its final dtype — the same numbers, #42.)
+        mean, std = self._stats_for(montage, W, mask)
+        Z = W - mean[None, :, None]
+        Z /= std[None, :, None]
+        Z = Z.astype(np.float32)
         Z[:, mask] = 0.0
         R = self._reconstruct_any(Z, mask, montage)
-        out = W.astype(np.float64).copy()
-        out[:, mask] = R[:, mask] * std[None, mask, None] + mean[None, mask, None]
-        out = out[0] if arr.ndim == 2 else out
-        if not np.all(np.isfinite(out)):
+        rec = R[:, mask] * std[None, mask, None] + mean[None, mask, None]
+        if not np.all(np.isfinite(rec)):
             raise FloatingPointError("reconstruction produced non-finite values")
-        return out.astype(dtype if np.issubdtype(dtype, np.floating) else np.float64)
+        out = W.astype(dtype if np.issubdtype(dtype, np.floating) else np.float64)
+        out[:, mask] = rec
+        return out[0] if arr.ndim == 2 else out
 
     def _reconstruct_any(self, Z, mask, montage):
         return self._reconstruct(Z, mask, montage)
