@@ -428,9 +428,15 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
     def ratio(method):
         value = means.loc[method, "attack_asr"] / none["attack_asr"] if none["attack_asr"] > 0 else float("nan")
         seed_values = {s: by_seed.loc[(method, s), "attack_asr"] for s in seeds}
-        return value, "ASR none {:.3f}, {} {:.3f}; per seed ({}) vs none ({})".format(
+        note = "ASR none {:.3f}, {} {:.3f}; per seed ({}) vs none ({})".format(
             none["attack_asr"], method, means.loc[method, "attack_asr"], _per_seed(seed_values, "{:.3f}"),
             _per_seed({s: by_seed.loc[("no defense", s), "attack_asr"] for s in seeds}, "{:.3f}"))
+        passing = [s for s in seeds if oracle_ok[s]]
+        if failed and passing:  # the seeds whose world has a pathway, for the reader (not the verdict)
+            base = np.mean([by_seed.loc[("no defense", s), "attack_asr"] for s in passing])
+            mine = np.mean([seed_values[s] for s in passing])
+            note += f"; on the oracle-passing seed(s) {passing} only: ratio {mine / base if base > 0 else float('nan'):.3f}"
+        return value, note
 
     rai = means.loc["RAI"]
     random_red = ((none["attack_asr"] - means.loc["random prototypes", "attack_asr"]) / none["attack_asr"]
