@@ -113,27 +113,21 @@ class RidgeReconstructor(BaseReconstructor):
         if self._key(montage) != self.key_:
             raise ValueError("RidgeReconstructor can only reconstruct the montage it was fitted on")
         B = self.coef_for(mask)                        # (n_observed * n_lags, n_masked)
-        # Σ_lag B_lagᵀ · shift_lag(Z_obs) as one float64 matmul of all lags' coefficients with
-        # the edge-padded observed contacts laid out (contact, window·time), then each lag's
-        # slice — the lagged features (n_observed * n_lags rows) are never formed (the
-        # mixed-dtype einsum and the fancy-indexed lags were 57 % of a predict, #42; equal to
-        # round-off, tested).
+        # Σ_lag B_lagᵀ · shift_lag(Z_obs) = Σ_lag shift_lag(B_lagᵀ · Z_obs): one float64 matmul
+        # of all lags' coefficients with the observed contacts laid out (contact, window·time),
+        # then each lag's edge-clamped shift of its few output rows — the lagged features
+        # (n_observed * n_lags rows) are never formed (the mixed-dtype einsum and the
+        # fancy-indexed lags were 57 % of a predict, #42; equal to round-off, tested).
         lags = [int(lag) for lag in self.lags]
         n_l, (n_w, _, T) = len(lags), Z.shape
         n_o, n_m = int((~mask).sum()), int(mask.sum())
-        pad = min(max(abs(lag) for lag in lags), T - 1)
         Zo = np.ascontiguousarray(Z[:, ~mask].transpose(1, 0, 2), dtype=np.float64)  # (o, W, T)
-        Zp = np.pad(Zo, ((0, 0), (0, 0), (pad, pad)), mode="edge") if pad else Zo
-        Tp = T + 2 * pad
         coef = B.reshape(n_o, n_l, n_m).transpose(1, 2, 0).reshape(n_l * n_m, n_o)  # lag-major
-        Y = (coef @ Zp.reshape(n_o, n_w * Tp)).reshape(n_l, n_m, n_w, Tp)
+        Y = (coef @ Zo.reshape(n_o, n_w * T)).reshape(n_l, n_m, n_w, T)
         acc = np.zeros((n_m, n_w, T))
+        t = np.arange(T)
         for k, lag in enumerate(lags):
-            if abs(lag) <= pad:
-                acc += Y[k, :, :, pad + lag:pad + lag + T]
-            else:  # a lag longer than the window: every sample clips to an edge
-                idx = np.clip(np.arange(T) + lag, 0, T - 1) + pad
-                acc += Y[k][:, :, idx]
+            acc += Y[k] if lag == 0 else Y[k][:, :, np.clip(t + lag, 0, T - 1)]
         acc = acc.transpose(1, 0, 2)
         out = np.zeros(Z.shape)
         out[:, mask] = acc
