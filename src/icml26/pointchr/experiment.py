@@ -788,4 +788,5 @@ register(Experiment(
             "high-curvature points get large hyperbolic radii and dominate the Einstein midpoint"],
     reference="PointCHR: curvature-aware hyperbolic rectification for point cloud analysis. ICML 2026 "
               "(authors not retrieved).",
+    headline="A/FineDetail-8 (i)",
 ))
