@@ -330,9 +330,17 @@ class LinearValueApproximator(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None):
         Phi = self._phi(X)
-        y = np.asarray(y, dtype=np.float64)
-        if y.shape != (Phi.shape[0],) or not np.all(np.isfinite(y)):
-            raise ValueError(f"y must be finite with shape ({Phi.shape[0]},)")
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError("y must be an array of real numbers") from exc
+        if y.shape != (Phi.shape[0],):
+            raise ValueError(f"y must have one value per state in X: shape ({Phi.shape[0]},) for "
+                             f"X of length {Phi.shape[0]}, got y of shape {y.shape}")
+        if Phi.shape[0] == 0:
+            raise ValueError("X is empty; expected at least one state")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity; expected finite values")
         w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, np.float64)
         if w.shape != y.shape or np.any(w < 0) or not np.all(np.isfinite(w)):
             raise ValueError("sample_weight must be finite, >= 0, one per sample")
