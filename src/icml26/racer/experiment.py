@@ -371,13 +371,13 @@ def run_scaling(config: ScalingConfig, seed: int) -> dict:
         cal = RACERCalibrator(alpha=config.alpha, random_state=seed)
         row = {"n_cal": n,
                "crc_threshold_s": best_seconds(lambda: crc_threshold(levels, config.alpha),
-                                             config.repeats, config.min_seconds)}
+                                             config.repeats, config.min_seconds, clock="cpu")}
         if config.time_pac_and_fit:
             row["hb_threshold_s"] = best_seconds(
                 lambda: pac_threshold(levels, config.alpha, 0.1, "hb"), config.repeats,
-                config.min_seconds)
+                config.min_seconds, clock="cpu")
             row["fit_s"] = best_seconds(lambda: cal.fit(scores, correct), config.repeats,
-                                      config.min_seconds)
+                                      config.min_seconds, clock="cpu")
         rows.append(row)
     return {"rows": rows}
 
