@@ -599,7 +599,7 @@ def metric_seconds(config: ScalingConfig, seed: int = 0) -> dict:
             capacity_metrics(cov)
             accessibility_metrics(cov, Q, sv, ks)
 
-        out[n] = best_seconds(once, repeats=config.repeats)
+        out[n] = best_seconds(once, repeats=config.repeats, clock="cpu")
     return out
 
 
