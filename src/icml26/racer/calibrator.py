@@ -128,6 +128,19 @@ def min_calibration_size(alpha: float, bound: str = "crc", delta: float = 0.1) -
     return math.ceil(math.log(delta) / math.log(1.0 - alpha) - _CEIL_SLACK)
 
 
+def _check_levels(levels) -> np.ndarray:
+    """A non-empty 1-D float array without NaN (``+inf`` is a level: no good option, #33)."""
+    try:
+        levels = np.asarray(levels, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError("levels must be an array of real numbers") from exc
+    if levels.ndim != 1 or levels.size == 0:
+        raise ValueError(f"levels must be a non-empty 1-D array, got shape {levels.shape}")
+    if np.isnan(levels).any() or np.isneginf(levels).any():
+        raise ValueError("levels contains NaN or -inf; expected real levels (+inf: no good option)")
+    return levels
+
+
 def crc_threshold(levels, alpha: float) -> float:
     """Conformal-risk-control threshold ``l_(ceil((n+1)(1-alpha)))`` (``+inf`` if that index > n).
 
@@ -139,7 +152,7 @@ def crc_threshold(levels, alpha: float) -> float:
     >>> crc_threshold(np.arange(1.0, 101.0), 0.1)   # index ceil(101 * 0.9) = 91
     91.0
     """
-    levels = np.asarray(levels, dtype=float)
+    levels = _check_levels(levels)
     n = levels.shape[0]
     index = math.ceil((n + 1) * (1.0 - alpha) - _CEIL_SLACK)
     if index > n:
@@ -179,7 +192,7 @@ def pac_threshold(levels, alpha: float, delta: float, bound: str = "hb") -> floa
     ``P(R(lambda_hat) <= alpha) >= 1 - delta``. ``+inf`` when even the largest level fails.
     O(n log n) (one sort).
     """
-    levels = np.sort(np.asarray(levels, dtype=float))
+    levels = np.sort(_check_levels(levels))
     n = levels.shape[0]
     counts = np.arange(n + 1)  # lambda = levels[n - 1 - c] has at most c levels above it
     rejected = risk_p_values(counts, n, alpha, bound) <= delta
