@@ -302,7 +302,7 @@ class LCL(TransformerMixin, BaseEstimator):
             raise ValueError("LCL requires y to be passed, but the target y is None: clone_ids is "
                              "one clone (barcode) label per row of X (None / NaN for unbarcoded cells)")
         if X.shape[0] < 4:
-            raise ValueError(f"LCL needs at least 4 cells (2 clones of 2 cells), got n_samples={X.shape[0]}")
+            raise ValueError(f"X has too few cells, n_samples={X.shape[0]}; LCL needs at least 4 (2 clones of 2 cells)")
         clone_ids = np.asarray(clone_ids, dtype=object)
         if clone_ids.ndim != 1:
             clone_ids = clone_ids.ravel() if clone_ids.ndim == 2 and 1 in clone_ids.shape else clone_ids
