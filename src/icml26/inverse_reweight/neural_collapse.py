@@ -18,6 +18,8 @@ PINV_RCOND = 1e-6
 
 def _labels(labels, name: str = "labels") -> np.ndarray:
     arr = check_vector(labels, name, dtype=None)
+    if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise TypeError(f"{name} must hold integer class indices, got dtype {arr.dtype}")
     if not np.issubdtype(arr.dtype, np.integer):
         if not np.all(np.equal(np.mod(arr.astype(float), 1), 0)):
             raise TypeError(f"{name} must hold integer class indices, got dtype {arr.dtype}")

@@ -63,7 +63,7 @@ def check_logits_targets(logits, targets, n_classes: int | None = None,
         If shapes disagree, a target is out of range, ``C != n_classes``, or (with
         ``check_finite``) ``logits`` holds NaN or infinity.
     """
-    check_tensor(logits, "logits", ndim=2, finite=check_finite)
+    check_tensor(logits, "logits", ndim=2, finite=check_finite, floating=True)
     check_tensor(targets, "targets", ndim=1, finite=False)
     if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
         raise TypeError(f"targets must be an integer tensor of class indices, got dtype {targets.dtype}")
