@@ -294,8 +294,8 @@ def listnet_loss(scores: torch.Tensor, targets: torch.Tensor, reduction: str = "
     Zuhri et al., ICML 2026 (arXiv:2508.19228).
     """
     check_choice(reduction, "reduction", ["mean", "sum", "none"])
-    check_tensor(scores, "scores", finite=False)
-    check_tensor(targets, "targets", finite=False)
+    check_tensor(scores, "scores", finite=False, floating=True)
+    check_tensor(targets, "targets", finite=False, floating=True)
     if scores.shape != targets.shape:
         raise ValueError(f"scores and targets must have the same shape, got {tuple(scores.shape)} "
                          f"and {tuple(targets.shape)}")
@@ -713,6 +713,10 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
     """
     check_int(k, "k", min_value=1)
     check_choice(gain, "gain", ["binary", "graded"])
+    check_tensor(scores, "scores", finite=False, floating=True)
+    if bool(torch.isnan(scores).any()):  # a NaN score has no rank (#33); ±inf ranks first/last
+        raise ValueError("scores contains NaN; a NaN score has no rank")
+    check_tensor(targets, "targets", finite=False, floating=True)
     if scores.shape != targets.shape:
         raise ValueError(f"scores and targets must have the same shape, got {tuple(scores.shape)} "
                          f"and {tuple(targets.shape)}")
