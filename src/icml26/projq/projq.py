@@ -42,7 +42,7 @@ def _check_stats(stats, n: int) -> ActivationStats:
     if not isinstance(stats, ActivationStats):
         raise TypeError(f"stats must be an ActivationStats, got {type(stats).__name__}")
     if stats.n_features != n:
-        raise ValueError(f"{stats.name}: stats have {stats.n_features} features, the weight has {n} inputs")
+        raise ValueError(f"{stats.name}: stats have {stats.n_features} features, the weight W has {n} inputs")
     if stats.N == 0:
         raise ValueError(f"{stats.name}: no activations collected yet")
     stats.check("all")

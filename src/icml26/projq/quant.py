@@ -46,8 +46,10 @@ def check_gram(G, n: int, name: str = "H") -> torch.Tensor:
     if not isinstance(G, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(G).__name__}")
     if G.shape != (n, n):
-        raise ValueError(f"{name} must have shape ({n}, {n}) to match the weight's input width, "
-                         f"got {tuple(G.shape)}")
+        raise ValueError(f"{name} must have shape ({n}, {n}) to match the weight's input width "
+                         f"(W has {n} columns), got {tuple(G.shape)}")
+    if not G.is_floating_point():
+        raise TypeError(f"{name} must be a real floating tensor, got {G.dtype}")
     G = G.detach().to(torch.float64)
     if not bool(torch.isfinite(G).all()):
         raise ValueError(f"{name} contains NaN or infinity; expected finite values")
@@ -328,9 +330,11 @@ class ActivationStats:
             raise TypeError(f"{self.name}: X must be a torch.Tensor, got {type(X).__name__}")
         if X.shape[-1] != self.n_features:
             raise ValueError(f"{self.name}: X has {X.shape[-1]} features, expected {self.n_features}")
+        if not X.is_floating_point():
+            raise TypeError(f"{self.name}: X must be a real floating tensor, got {X.dtype}")
         X = X.detach().reshape(-1, self.n_features).to(torch.float64)
         if not bool(torch.isfinite(X).all()):
-            raise ValueError(f"{self.name}: the inputs contain NaN or infinity")
+            raise ValueError(f"{self.name}: the inputs contain NaN or infinity (in X)")
         self.G_last = X.T @ X
         self.N_last = X.shape[0]
         self.G += self.G_last
@@ -389,6 +393,8 @@ class ActivationStats:
         """Stats of one batch of inputs ``X`` (N × n)."""
         if not isinstance(X, torch.Tensor) or X.ndim < 2:
             raise ValueError(f"{name}: X must be a tensor of shape (tokens, features)")
+        if X.numel() == 0:
+            raise ValueError(f"{name}: X is empty, shape {tuple(X.shape)}; expected at least one token")
         stats = cls(X.shape[-1], name)
         stats.update(X)
         return stats
