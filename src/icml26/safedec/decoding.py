@@ -208,7 +208,10 @@ def sample_tokens(logits: torch.Tensor, u=None, *, temperature: float = 1.0, gre
         u = torch.rand(logits.shape[0], generator=generator, dtype=torch.float64)
     u = torch.as_tensor(u, dtype=torch.float64, device=logits.device)
     if tuple(u.shape) != (logits.shape[0],):
-        raise ValueError(f"u must be shaped (B,) = ({logits.shape[0]},), got {tuple(u.shape)}")
+        raise ValueError(f"u must be shaped (B,) = ({logits.shape[0]},) for logits of shape "
+                         f"{tuple(logits.shape)}, got {tuple(u.shape)}")
+    if not bool(((u >= 0) & (u < 1)).all()):  # NaN or inf used to decode silently (#33)
+        raise ValueError("u must hold uniforms in [0, 1) (no NaN or infinity)")
     probs = torch.softmax(logits.to(torch.float64) / float(temperature), dim=1)
     cdf = torch.cumsum(probs, dim=1)
     idx = (cdf <= u[:, None]).sum(dim=1)
