@@ -34,7 +34,10 @@ def _rows(Z: Any):
     An empty ``Z`` (no rows or no features) is an error, not a nan: there is nothing to
     measure, and a silent nan would hide the caller's empty selection.
     """
-    arr = np.asarray(Z, dtype=float)
+    try:
+        arr = np.asarray(Z, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError("Z must be a 2-D array of real numbers") from exc
     if arr.ndim != 2:
         raise ValueError(f"Z must be 2-dimensional (n_samples, n_features), got shape {arr.shape}")
     if arr.size == 0:
