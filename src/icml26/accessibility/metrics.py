@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from icml26.core.validation import check_int
+from icml26.core.validation import check_finite_array, check_int
 
 __all__ = ["LayerStats", "spectrum", "capacity_metrics", "participation_ratio", "readout_basis_from_weights",
            "accessibility_metrics", "rms_normalize", "ACCESS_KS"]
@@ -54,6 +54,8 @@ def rms_normalize(x: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     -------
     Tensor of the same shape; a zero vector maps to zeros (never NaN).
     """
+    if not torch.is_tensor(x) or not x.is_floating_point():
+        raise TypeError(f"x must be a real floating tensor, got {getattr(x, 'dtype', type(x).__name__)}")
     ms = x.pow(2).mean(dim=-1, keepdim=True)
     rms = torch.sqrt(ms + eps)
     return torch.where(rms > 0, x / rms.clamp_min(torch.finfo(x.dtype).tiny), torch.zeros_like(x))
@@ -180,6 +182,8 @@ class LayerStats:
 
 def _check_cov(cov) -> torch.Tensor:
     cov = torch.as_tensor(cov)
+    if cov.is_complex() or cov.dtype == torch.bool:
+        raise TypeError(f"cov must be a real matrix, got dtype {cov.dtype}")
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] == 0:
         raise ValueError(f"cov must be a square (d, d) matrix, got shape {tuple(cov.shape)}")
     cov = cov.to(torch.float64)
@@ -201,7 +205,7 @@ def participation_ratio(eigenvalues) -> float:
     The same quantity as ``icml26.tcbench.geometry.participation_ratio`` computes from raw
     feature rows; here from the covariance eigenvalues, without the 1e-12 guard.
     """
-    lam = np.asarray(eigenvalues, dtype=np.float64)
+    lam = check_finite_array(eigenvalues, "eigenvalues", dtype=np.float64, ndim=1)
     sq = float(np.sum(lam ** 2))
     return float(lam.sum() ** 2 / sq) if sq > 0 else float("nan")
 

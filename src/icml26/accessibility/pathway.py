@@ -713,12 +713,17 @@ def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.9
     >>> (out["gain"], out["low"], out["high"])
     (0.5, 0.5, 0.5)
     """
-    ref = np.asarray(reference_ce, dtype=float)
-    new = np.asarray(path_ce, dtype=float)
+    try:
+        ref = np.asarray(reference_ce, dtype=float)
+        new = np.asarray(path_ce, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError("reference_ce and path_ce must be arrays of real numbers") from exc
     if ref.ndim != 1 or ref.shape != new.shape or ref.size == 0:
         raise ValueError(f"reference_ce and path_ce must be 1-D arrays of one length, got {ref.shape} and {new.shape}")
     if not (np.isfinite(ref).all() and np.isfinite(new).all()):
         raise ValueError("reference_ce and path_ce must be finite")
+    if ref.size < 2:  # (#33) one token gives a zero-width "interval"
+        raise ValueError("reference_ce and path_ce have 1 token; a bootstrap interval needs at least 2")
     check_int(n_boot, "n_boot", min_value=1)
     check_scalar_in(level, "level", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     diff = ref - new
