@@ -37,7 +37,20 @@ _ZERO = 1e-8
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Cosine similarity along the last axis; 0 (not NaN) when either vector is zero."""
+    """Cosine similarity along the last axis; 0 (not NaN) when either vector is zero.
+
+    ``a`` and ``b`` are real floating tensors whose shapes broadcast, with finite values (a
+    ValueError/TypeError names the one that is not, #33).
+    """
+    for name, t in (("a", a), ("b", b)):
+        if not torch.is_tensor(t) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a real floating tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} contains NaN or infinity")
+    try:
+        torch.broadcast_shapes(a.shape, b.shape)
+    except RuntimeError:
+        raise ValueError(f"a of shape {tuple(a.shape)} and b of shape {tuple(b.shape)} do not broadcast") from None
     na, nb = a.norm(dim=-1), b.norm(dim=-1)
     dot = (a * b).sum(-1)
     ok = (na > _ZERO) & (nb > _ZERO)
@@ -52,10 +65,16 @@ def specificity(effects: np.ndarray) -> float:
     >>> specificity(np.array([1.0, 0.0, 0.0, 0.0])), specificity(np.ones(4))
     (1.0, 0.0)
     """
-    e = np.maximum(np.asarray(effects, dtype=float), 0.0)
+    try:
+        e = np.asarray(effects, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError("effects must be an array of real numbers") from exc
+    if not np.isfinite(e).all():
+        raise ValueError("effects contains NaN or infinity")
+    e = np.maximum(e, 0.0)
     k = e.size
     if k < 2:
-        raise ValueError(f"specificity needs at least 2 emotions, got {k}")
+        raise ValueError(f"specificity needs at least 2 emotions in effects, got {k}")
     total = e.sum()
     if total <= 0:
         return 0.0

@@ -74,11 +74,14 @@ class EmotionWheel:
 def _check_generated(tokens, labels, n_categories: int):
     tokens = torch.as_tensor(tokens)
     labels = torch.as_tensor(labels)
+    for name, t in (("categories", tokens), ("labels", labels)):
+        if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor of category indices, got {t.dtype}")
     if tokens.ndim != 2:
         raise ValueError(f"categories must be 2-D (samples, generated words), got shape {tuple(tokens.shape)}")
     if labels.ndim != 1 or labels.shape[0] != tokens.shape[0]:
-        raise ValueError(f"labels must be 1-D with one label per sample ({tokens.shape[0]}), "
-                         f"got shape {tuple(labels.shape)}")
+        raise ValueError(f"labels must be 1-D with one label per sample of categories "
+                         f"({tokens.shape[0]}), got shape {tuple(labels.shape)}")
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= n_categories):
         raise ValueError(f"labels must be category indices in [0, {n_categories}), got "
                          f"[{int(labels.min())}, {int(labels.max())}]")
