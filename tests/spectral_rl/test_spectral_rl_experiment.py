@@ -46,3 +46,20 @@ def test_misread_claims_pass_and_the_run_is_deterministic(experiment):
 def test_scaling_quick_runs(experiment):
     outcome = run_part(experiment, "scaling", quick=True)
     assert len(outcome.result.claims) == 2
+
+
+def test_trend_gates_on_every_goal_cell_and_keeps_the_random_goal_rule(experiment):
+    new = run_part(experiment, "trend", quick=True).claims_by_name()
+    old = run_part(experiment, "trend", quick=True, overrides={"goal_rule": "random"}).claims_by_name()
+    gate = "E2 Spearman(λ₂, e_1 averaged over every goal cell), uniform"
+    assert gate in new and "random-goal variant" in new[gate].note and new[gate].measured == -1.0
+    assert any("random goals), uniform (worst seed)" in n for n in old) and gate not in old
+
+
+def test_estimation_gates_the_biased_slope_on_sin_theta(experiment):
+    new = run_part(experiment, "estimation", quick=True).claims_by_name()
+    old = run_part(experiment, "estimation", quick=True, overrides={"slope_rule": "norm_diff"}).claims_by_name()
+    assert "E3 slope of log‖N̂ − N‖₂ vs log T, uniform" in new
+    biased = [n for n in new if n.startswith("E3 slope of log‖sin Θ‖_F") and n.endswith("biased")]
+    assert biased and "unvisited states by T" in new[biased[0]].note
+    assert "E3 slope of log‖N̂ − N‖₂ vs log T, biased" in old

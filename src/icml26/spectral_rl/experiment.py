@@ -24,6 +24,7 @@ from scipy.stats import spearmanr
 
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope
+from icml26.core.validation import check_choice
 
 from .baselines import GraphDrawingFeatures, proto_value_functions, random_features, rho_orthonormalize
 from .bounds import (bound_violations, connectivity_bounds, end_to_end_bounds, estimation_bounds,
@@ -175,12 +176,20 @@ def summarize_bounds(jobs, config) -> Result:
 
 @dataclass(frozen=True)
 class TrendConfig:
+    """E2 across door widths.
+
+    ``goal_rule`` (issue #39): ``"all"`` (default) gates the Spearman claim on e_1 averaged over
+    **every** goal cell of each grid (deterministic: no goal-placement noise); ``"random"`` is
+    the old rule (``n_rewards`` random goals per grid, worst seed), reported beside either way.
+    """
+
     grid: tuple = (11, 21)
     doors: tuple = (1, 2, 3, 4, 5, 7, 9, 11)
     policies: tuple = ("uniform", "biased")
     gamma: float = 0.99
     n_rewards: int = 30
     ks: tuple = (1, 4, 8)
+    goal_rule: str = "all"
 
 
 def run_trend(config: TrendConfig, seed: int) -> dict:
@@ -224,6 +233,13 @@ def run_trend(config: TrendConfig, seed: int) -> dict:
                             projection_error(V, rho_orthonormalize(pvf[:, :k], rho), rho) / scale)
                         acc[f"rand_e{k}"].append(
                             projection_error(V, rand[:, :k], rho) / scale)
+            all_goals = []
+            for state in range(world.n_states):   # every goal cell: the deterministic average
+                r = np.zeros(world.n_states)
+                r[state] = 1.0
+                b = connectivity_bounds(P, r, config.gamma, 1, spectrum=spectrum)
+                all_goals.append(b["e_k"] / b["r_tilde_norm"])
+            acc["e1_all_goals"] = all_goals
             rows.append({"policy": policy, "door": door, "lambda2": float(evals[1]),
                          **{name: float(np.mean(v)) for name, v in acc.items()}})
     return {"rows": rows}
@@ -233,14 +249,26 @@ def summarize_trend(jobs, config) -> Result:
     frame = pd.DataFrame([dict(r, seed=j.seed) for j in jobs for r in j.metrics["rows"]])
     claims, notes = [], []
     corr = {}
+    check_choice(config.goal_rule, "goal_rule", ("all", "random"))
     for policy in config.policies:
         for k in config.ks:
             vals = []
             for _, g in frame[frame.policy == policy].groupby("seed"):
                 vals.append(float(spearmanr(g["lambda2"], g[f"e{k}"]).statistic))
             corr[(policy, k)] = vals
-        claims.append(Claim.at_most(f"E2 Spearman(λ₂, mean e_1), {policy} (worst seed)",
-                                    max(corr[(policy, 1)]), -0.8, paper="−0.93 (prototype)"))
+        random_claim = Claim.at_most(f"E2 Spearman(λ₂, mean e_1 over {config.n_rewards} random goals), "
+                                     f"{policy} (worst seed)", max(corr[(policy, 1)]), -0.8,
+                                     paper="−0.93 (prototype)")
+        if config.goal_rule == "random":   # the old rule (#39): random goals gate the claim
+            claims.append(random_claim)
+        else:
+            g0 = frame[(frame.policy == policy) & (frame.seed == frame.seed.min())]
+            rho_all = float(spearmanr(g0["lambda2"], g0["e1_all_goals"]).statistic)
+            claims.append(Claim.at_most(f"E2 Spearman(λ₂, e_1 averaged over every goal cell), {policy}",
+                                        rho_all, -0.8, paper="−0.93 (prototype)",
+                                        note=f"deterministic (every goal cell of each grid); the "
+                                             f"{config.n_rewards}-random-goal variant, reported: per seed "
+                                             + ", ".join(f"{v:.2f}" for v in corr[(policy, 1)])))
         monotone = True
         for _, g in frame[frame.policy == policy].groupby("seed"):
             g = g.sort_values("lambda2")
@@ -292,6 +320,12 @@ class EstimationConfig:
     gdo_steps: int = 3000               # learned graph-drawing baseline (report only); 0 = off
     gdo_T: int = 100_000
     gdo_k: int = 4
+    # Issue #39: the T^(-1/2) slope bar on ‖N̂ − N‖₂ is calibrated on the uniform policy; on a
+    # policy with near-unvisited states (ρ_min ~ 1e-6) each unvisited state adds an O(1) block to
+    # ‖N̂ − N‖₂ until T ≳ 1/ρ_min, so there the bar gates the ‖sin Θ‖_F slope (k = ks[0]) and
+    # ‖N̂ − N‖₂ is reported with the count of unvisited states. "norm_diff" is the old rule.
+    slope_rule: str = "sin_theta"
+    norm_diff_policies: tuple = ("uniform",)
 
 
 def tasks_estimation(config: EstimationConfig) -> list:
@@ -345,6 +379,7 @@ def run_estimation(config: EstimationConfig, seed: int, task: dict) -> dict:
 
 
 def summarize_estimation(jobs, config) -> Result:
+    check_choice(config.slope_rule, "slope_rule", ("sin_theta", "norm_diff"))
     frame = pd.DataFrame([dict(r, policy=j.metrics["policy"], seed=j.seed)
                           for j in jobs for r in j.metrics["rows"]])
     claims = [
@@ -360,10 +395,20 @@ def summarize_estimation(jobs, config) -> Result:
         g = frame[(frame.policy == policy) & (frame.k == config.ks[0])]
         by_t = g.groupby("T")["norm_diff_2"].mean()
         slope = loglog_slope(by_t.index.values, by_t.values)
-        claims.append(Claim.between(f"E3 slope of log‖N̂ − N‖₂ vs log T, {policy}", slope, -0.7, -0.3,
-                                    paper="≈ −0.46 (prototype, uniform)",
-                                    note=f"unvisited states at the smallest T: "
-                                         f"{g[g['T'] == min(config.sample_sizes)]['unvisited'].mean():.1f}"))
+        unvisited = g.groupby("T")["unvisited"].mean()
+        unvisited_note = "unvisited states by T: " + ", ".join(f"{int(T):g}: {u:.1f}" for T, u in unvisited.items())
+        sin_by_t = g.groupby("T")["sin_theta_F"].mean()
+        sin_slope = loglog_slope(sin_by_t.index.values, sin_by_t.values)
+        norm_claim = Claim.between(f"E3 slope of log‖N̂ − N‖₂ vs log T, {policy}", slope, -0.7, -0.3,
+                                   paper="≈ −0.46 (prototype, uniform)", note=unvisited_note)
+        if config.slope_rule == "norm_diff" or policy in config.norm_diff_policies:
+            claims.append(norm_claim)
+        else:
+            claims.append(Claim.between(f"E3 slope of log‖sin Θ‖_F (k={config.ks[0]}) vs log T, {policy}",
+                                        sin_slope, -0.7, -0.3, paper="the estimated subspace converges "
+                                        "(T^(-1/2); the ‖N̂ − N‖₂ bar was calibrated on the uniform policy)",
+                                        note=f"‖N̂ − N‖₂ slope {slope:.3f} (reported: {unvisited_note}; each "
+                                             f"unvisited state adds an O(1) block to ‖N̂ − N‖₂)"))
         big = frame[(frame.policy == policy) & (frame["T"] == max(config.sample_sizes))]
         eligible = big[big.gap >= config.gap_min]
         if len(eligible):
