@@ -17,13 +17,27 @@ def experiment():
 def test_part_a_quick_claims(experiment):
     outcome = run_part(experiment, "A", quick=True)
     claims = outcome.claims_by_name()
-    assert len(claims) == 8
-    # one seed at n = 600: the fairness, HSIC and monotonicity claims hold; the margins over
-    # baselines are only meaningful over the full run's 5 seeds
-    for name in ("A CDAL(lam=100) Balance", "A HSIC_lin(Z_c, s): lam=100 / lam=0",
-                 "A objective non-increasing in every run"):
+    # #39 rules: Balance, NMI, a paired NMI gap per unfair baseline (3), a Balance margin per
+    # baseline unfair on some seed (k-means and anchor MVC always are), residualise NMI / Balance,
+    # HSIC, monotone
+    assert 11 <= len(claims) <= 12
+    for name in ("A HSIC_lin(Z_c, s): lam=100 / lam=0", "A objective non-increasing in every run"):
         assert claims[name].passed, (name, claims[name].measured)
-    assert outcome.result.figures and outcome.result.tables
+    assert any("bootstrap 90% interval" in name for name in claims)
+    assert any("pre-#39 rules" in note for note in outcome.result.notes)
+    table = outcome.result.tables["dominant-anchor change between iteration 1 and the last, per lam"]
+    assert list(table["lam"]) == [0.0, 1.0, 10.0, 100.0, 1000.0]
+    assert ((table["min"] >= 0) & (table["max"] <= 1)).all()
+    assert outcome.result.figures
+
+
+def test_part_a_old_rules_reachable_by_set(experiment):
+    outcome = run_part(experiment, "A", quick=True, overrides={"claim_rule": "mean"})
+    claims = outcome.claims_by_name()
+    assert len(claims) == 8
+    assert {"A CDAL(lam=100) NMI − best unfair baseline", "A CDAL(lam=100) Balance − best unfair baseline",
+            "A CDAL(lam=100) NMI − residualise+k-means"} <= set(claims)
+    assert any("#39 per-seed rules" in note for note in outcome.result.notes)
 
 
 def test_part_b_quick_claims(experiment):

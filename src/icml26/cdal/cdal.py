@@ -322,6 +322,9 @@ class CDAL(ClusterMixin, BaseEstimator):
     embedding_ : (n, K) array
         Row-normalised spectral embedding that k-means clusters.
     n_iter_ : int
+    dominant_anchor_change_ : float
+        Share of samples whose dominant anchor (argmax of their ``Z_c`` column) differs between
+        iteration 1 and the last iteration (0 when ``n_iter_ == 1``).
     groups_ : array
         The sensitive categories; group code g is ``groups_[g]``.
     n_features_in_ : int
@@ -447,6 +450,8 @@ class CDAL(ClusterMixin, BaseEstimator):
             XW = [X @ Wv for X, Wv in zip(Xs, W)]
             B = sum(a ** 2 * xw for a, xw in zip(alpha, XW))
             Zc = self._graph_step(Zc, B @ A[:, :m], float(np.sum(alpha ** 2)), lam, codes, sizes)
+            if iteration == 0:
+                dominant_first = np.argmax(Zc, axis=1)                           # after iteration 1
             Z = np.hstack([Zc, S]) if self.sensitive_anchors else Zc
             latent = Z @ A.T
             residuals = _view_residuals(Xs, sq_norms, XW, W, latent)
@@ -470,6 +475,8 @@ class CDAL(ClusterMixin, BaseEstimator):
         self.view_weights_ = alpha
         self.objective_ = objective
         self.n_iter_ = len(objective)
+        # share of samples whose dominant (argmax) anchor changed between iteration 1 and the last (#39)
+        self.dominant_anchor_change_ = float(np.mean(np.argmax(Zc, axis=1) != dominant_first))
         self.hsic_ = between_group_scatter(self.anchor_graph_, codes) / n
         self.groups_ = categories
         self.n_anchors_, self.latent_dim_ = m, d
