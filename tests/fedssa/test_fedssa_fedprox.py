@@ -48,18 +48,33 @@ def test_proximal_term_shortens_a_multi_step_local_update(tiny_federation):
 
 def test_one_local_step_makes_fedprox_exactly_fedavg(tiny_federation):
     # the local step starts at the global weights, where the proximal gradient mu(w - w_g) is 0:
-    # with local_epochs=1 (the default) FedProx and FedAvg give the same numbers, whatever mu
+    # with local_epochs=1 FedProx and FedAvg give the same numbers, whatever mu
     g0, plain = _local_update(tiny_federation[0], 0.0, epochs=1)
     _, prox = _local_update(tiny_federation[0], 5.0, epochs=1)
     assert np.array_equal(plain, prox)
-    config = TINY.replace(prox_mu=5.0)
+    config = TINY.replace(prox_mu=5.0, local_epochs=1)
     fedavg = run_federation("fedavg", tiny_federation, config, rounds=3, seed=0)
     fedprox = run_federation("fedprox", tiny_federation, config, rounds=3, seed=0)
     assert np.array_equal(fedavg.test, fedprox.test)
-    config = config.replace(local_epochs=4)
-    fedavg = run_federation("fedavg", tiny_federation, config, rounds=3, seed=0)
-    fedprox = run_federation("fedprox", tiny_federation, config, rounds=3, seed=0)
-    assert not np.allclose(_flat(fedavg.clients[0].get_weights()), _flat(fedprox.clients[0].get_weights()))
+
+
+def test_fedprox_differs_from_fedavg_iff_mu_positive_with_several_local_steps(tiny_federation):
+    # issue #37: every method runs >= 5 local steps by default, so FedProx acts
+    assert FedSSAConfig().local_epochs >= 5 and TINY.local_epochs >= 5
+    fedavg = run_federation("fedavg", tiny_federation, TINY, rounds=3, seed=0)
+    same = run_federation("fedprox", tiny_federation, TINY.replace(prox_mu=0.0), rounds=3, seed=0)
+    assert np.array_equal(fedavg.test, same.test)
+    assert np.array_equal(_flat(fedavg.clients[0].get_weights()), _flat(same.clients[0].get_weights()))
+    prox = run_federation("fedprox", tiny_federation, TINY.replace(prox_mu=0.5), rounds=3, seed=0)
+    assert not np.allclose(_flat(fedavg.clients[0].get_weights()), _flat(prox.clients[0].get_weights()))
+
+
+def test_experiment_runs_every_method_with_the_same_local_steps():
+    from icml26.fedssa.experiment import FederationConfig, _fedssa_config
+    config = FederationConfig()
+    assert config.local_epochs >= 5
+    for method in ("fedssa", "fedavg", "fedprox", "local", "fedper", "gcfl", "fedssa-shuffled"):
+        assert _fedssa_config(config, method).local_epochs == config.local_epochs
 
 
 def test_flowers_fedprox_sends_proximal_mu_to_every_client(tiny_federation):

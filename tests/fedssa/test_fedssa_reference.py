@@ -41,7 +41,7 @@ def test_initial_reference_uses_the_initial_encoder_after_training(tiny_federati
         payload = client.fit({})
     assert np.allclose(payload["cluster_means"], expected.numpy(), atol=1e-6)
     assert not np.allclose(payload["class_means"], payload["cluster_means"], atol=1e-3)
-    assert "cluster_means" not in FedSSAClient(g, FedSSAConfig(**TINY), 5).fit({})
+    assert "cluster_means" not in FedSSAClient(g, FedSSAConfig(**TINY, semantic_reference="own"), 5).fit({})
 
 
 def test_global_reference_is_the_federation_average_and_is_checked(tiny_federation):

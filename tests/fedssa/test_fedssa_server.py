@@ -56,7 +56,9 @@ def test_warmup_rounds_send_one_global_average_and_no_alignment():
     server = FedSSAServer(FedSSAConfig(warmup_rounds=2, n_sem_clusters=2, n_str_clusters=2))
     payloads = {i: _payload(float(i), [0.5, 0.5], weight=float(i)) for i in range(4)}
     messages = server.aggregate(payloads)
-    assert set(messages[0]) == {"weights"} and np.allclose(messages[3]["weights"][0], 1.5)
+    # no alignment targets in warm-up; only the class-conditional prior (issue #37)
+    assert set(messages[0]) == {"weights", "prior_means", "prior_stds", "prior_present"}
+    assert np.allclose(messages[3]["weights"][0], 1.5)
 
 
 def test_k_larger_than_number_of_clients_raises():

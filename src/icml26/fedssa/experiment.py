@@ -13,6 +13,7 @@ Parts:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -35,12 +36,30 @@ from .spectral import band_edges, high_band_mass  # noqa: E402
 
 REQUIRED = ("fedssa", "local", "fedavg", "fedprox", "fedper", "gcfl", "fedssa-shuffled")
 ABLATIONS = ("fedssa-nosem", "fedssa-nostr")
+# opt-in part `ablation` (report only, issue #37): what each piece of FedSSA buys
+ABLATION_METHODS = ("fedssa-own", "fedssa-noalign", "fedssa-noelbo", "fedssa-oracle", "fedssa-stdprior")
 LABELS = {"fedssa": "FedSSA", "local": "Local", "fedavg": "FedAvg (Flower)",
           "fedprox": "FedProx (Flower)", "fedper": "FedPer", "gcfl": "GCFL-lite",
           "fedssa-shuffled": "FedSSA-shuffled", "fedssa-nosem": "FedSSA-noSem",
-          "fedssa-nostr": "FedSSA-noStr"}
+          "fedssa-nostr": "FedSSA-noStr",
+          "fedssa-own": "FedSSA, clustering in each client's own latent space (self-confirming)",
+          "fedssa-noalign": "FedSSA, no alignment (λ_sem = λ_str = 0)",
+          "fedssa-noelbo": "FedSSA, no ELBO (β_elbo = 0)",
+          "fedssa-oracle": "FedSSA, oracle semantic clusters",
+          "fedssa-stdprior": "FedSSA, N(0, I) prior"}
 VARIANTS = {"fedssa-shuffled": {"shuffle_clusters": True}, "fedssa-nosem": {"lambda_sem": 0.0},
-            "fedssa-nostr": {"lambda_str": 0.0}}
+            "fedssa-nostr": {"lambda_str": 0.0}, "fedssa-own": {"semantic_reference": "own"},
+            "fedssa-noalign": {"lambda_sem": 0.0, "lambda_str": 0.0},
+            "fedssa-noelbo": {"beta_elbo": 0.0}, "fedssa-stdprior": {"prior": "standard"}}
+
+# Pre-registered grid (issue #37), written down before it ran: β_elbo × λ_sem, FedSSA only, on
+# the validation split of dev seed DEV_SEED (a federation never used in a reported number),
+# with the full protocol of part `dual`. Score: per client the best validation accuracy over
+# rounds, averaged over clients. Rule: the cell with the highest score; ties (within 1e-9)
+# go to the first cell in the order below (β ascending, then λ_sem ascending).
+BETA_GRID = (0.0, 0.01, 0.1)
+LAMBDA_SEM_GRID = (0.0, 0.01, 0.1)
+DEV_SEED = 100
 
 
 @dataclass(frozen=True)
@@ -56,7 +75,8 @@ class FederationConfig:
     class_sep: float = 2.0
     train_ratio: float = 0.1
     n_clients: int = 8
-    rounds: int = 100
+    rounds: int = 50  # with 5 local steps: 250 steps per client (was 100 x 1); fits 10 min
+    local_epochs: int = 5  # every method, so that FedProx acts (issue #37)
     n_clusters: int = 2
     ari_from_round: int = 20
     methods: tuple = REQUIRED
@@ -64,7 +84,10 @@ class FederationConfig:
     hidden: int = 64
     latent: int = 32
     K: int = 10
-    semantic_reference: str = "own"
+    semantic_reference: str = "initial"
+    beta_elbo: float = FedSSAConfig.beta_elbo
+    lambda_sem: float = FedSSAConfig.lambda_sem
+    prior: str = "class"
 
 
 def _federation(config: FederationConfig, seed: int, **changes):
@@ -76,19 +99,27 @@ def _federation(config: FederationConfig, seed: int, **changes):
     return make_csbm_federation(**{**args, **changes})
 
 
-def _fedssa_config(config: FederationConfig, method: str) -> FedSSAConfig:
-    return FedSSAConfig(hidden=config.hidden, latent=config.latent, K=config.K,
-                        n_sem_clusters=config.n_clusters, n_str_clusters=config.n_clusters,
-                        semantic_reference=config.semantic_reference, **VARIANTS.get(method, {}))
+def _fedssa_config(config: FederationConfig, method: str, graphs=None) -> FedSSAConfig:
+    base = dict(hidden=config.hidden, latent=config.latent, K=config.K,
+                n_sem_clusters=config.n_clusters, n_str_clusters=config.n_clusters,
+                local_epochs=config.local_epochs, semantic_reference=config.semantic_reference,
+                beta_elbo=config.beta_elbo, lambda_sem=config.lambda_sem, prior=config.prior)
+    base.update(VARIANTS.get(method, {}))
+    if method == "fedssa-oracle":  # the server's semantic clusters fixed to the ground truth
+        types = [g.meta["semantic_type"] for g in graphs]
+        base["fixed_semantic_clusters"] = tuple(sorted(set(types)).index(t) for t in types)
+    return FedSSAConfig(**base)
 
 
 def _run_method(config: FederationConfig, seed: int, method: str, graphs) -> dict:
     torch.set_num_threads(1)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     algorithm = "fedssa" if method.startswith("fedssa") else method
-    history = run_federation(algorithm, graphs, _fedssa_config(config, method), config.rounds,
+    history = run_federation(algorithm, graphs, _fedssa_config(config, method, graphs), config.rounds,
                              seed=seed, n_classes=config.n_classes)
     out = {"method": method, "score": 100 * history.score(),
+           "cpu_seconds": time.process_time() - cpu_start,
+           "val_score": 100 * float(np.nanmean(np.nanmax(history.val, axis=0))),
            "curve": (100 * history.mean_curve()).tolist(),
            "client_scores": (100 * history.selected_test()).tolist(),
            "seconds": time.perf_counter() - start,
@@ -125,6 +156,31 @@ def run_dual(config: FederationConfig, seed: int, task: dict) -> dict:
 def _scores(jobs) -> pd.DataFrame:
     return pd.DataFrame([{"seed": j.seed, "method": j.metrics["method"], "score": j.metrics["score"]}
                          for j in jobs]).pivot(index="seed", columns="method", values="score")
+
+
+def sign_test(margins) -> tuple[int, int, float]:
+    """(wins, non-zero pairs, one-sided sign-test p for "more positive than negative margins")."""
+    from scipy.stats import binomtest
+    margins = np.asarray(margins, dtype=float)
+    margins = margins[np.isfinite(margins)]
+    wins, n = int((margins > 0).sum()), int((margins != 0).sum())
+    p = float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else float("nan")
+    return wins, n, p
+
+
+def paired_table(scores: pd.DataFrame, reference: str = "fedssa") -> pd.DataFrame:
+    """Per-seed margins of ``reference`` over every other method, their mean and a sign test."""
+    rows = []
+    for other in scores.columns:
+        if other == reference or reference not in scores.columns:
+            continue
+        margins = scores[reference] - scores[other]
+        wins, n, p = sign_test(margins)
+        rows.append({"comparison": f"{LABELS.get(reference, reference)} − {LABELS.get(other, other)}",
+                     **{f"seed {s}": round(float(v), 2) for s, v in margins.items()},
+                     "mean": round(float(margins.mean()), 2), "wins": f"{wins}/{n}",
+                     "sign test p (one-sided)": round(p, 4)})
+    return pd.DataFrame(rows)
 
 
 def _ari_after(metrics: dict, key: str, from_round: int) -> float:
@@ -246,8 +302,77 @@ def summarize_dual(jobs, config: FederationConfig) -> Result:
         first = min(fed, key=lambda j: j.seed)
         figures["learned filter responses"] = _filter_figure(first)
         figures["spectral-energy signatures"] = _energy_figure(first)
-    return Result(tables={"accuracy by method": table, **tables_extra}, figures=figures,
-                  claims=claims, notes=notes)
+    per_seed = scores.rename(columns=lambda c: LABELS.get(c, c)).round(2).reset_index()
+    return Result(tables={"accuracy by method": table, "per-seed accuracy": per_seed,
+                          "paired margins of FedSSA (points) with sign tests": paired_table(scores),
+                          **tables_extra}, figures=figures, claims=claims, notes=notes)
+
+
+# -- Part ablation (opt-in, report only) ------------------------------------------------------
+
+def ablation_tasks(config: FederationConfig) -> list:
+    return [{"method": m} for m in config.methods]
+
+
+def summarize_ablation(jobs, config: FederationConfig) -> Result:
+    scores = _scores(jobs)
+    rows = []
+    for method in scores.columns:
+        fed = [j for j in jobs if j.metrics["method"] == method and "ari_semantic" in j.metrics]
+        row = {"method": LABELS.get(method, method), "accuracy mean": round(float(scores[method].mean()), 2),
+               "sd": round(float(scores[method].std(ddof=1)), 2) if len(scores) > 1 else float("nan")}
+        if "fedavg" in scores.columns and method != "fedavg":
+            wins, n, p = sign_test(scores[method] - scores["fedavg"])
+            row.update({"− FedAvg (points)": round(float((scores[method] - scores["fedavg"]).mean()), 2),
+                        "wins vs FedAvg": f"{wins}/{n}", "sign p": round(p, 4)})
+        if fed:
+            sem = [_ari_after(j.metrics, "ari_semantic", config.ari_from_round) for j in fed]
+            st = [_ari_after(j.metrics, "ari_structural", config.ari_from_round) for j in fed]
+            row["semantic ARI ≥ 0.8 (seeds)"] = f"{sum(a >= 0.8 for a in sem)}/{len(sem)}"
+            row["both ARI ≥ 0.8 (seeds)"] = f"{sum(a >= 0.8 and b >= 0.8 for a, b in zip(sem, st))}/{len(sem)}"
+            row["semantic ARI mean"] = round(float(np.mean(sem)), 3)
+        rows.append(row)
+    per_seed = scores.rename(columns=lambda c: LABELS.get(c, c)).round(2).reset_index()
+    return Result(tables={"ablation (report only)": pd.DataFrame(rows), "ablation per seed": per_seed},
+                  notes=["report-only part (not an acceptance test); oracle = semantic clusters fixed "
+                         "to the ground-truth feature group"])
+
+
+# -- Part grid (dev seed, validation split) ----------------------------------------------------
+
+def grid_tasks(config: FederationConfig) -> list:
+    return [{"beta_elbo": b, "lambda_sem": l} for b in BETA_GRID for l in LAMBDA_SEM_GRID]
+
+
+def run_grid(config: FederationConfig, seed: int, task: dict) -> dict:
+    cell = dataclasses.replace(config, beta_elbo=task["beta_elbo"], lambda_sem=task["lambda_sem"])
+    out = _run_method(cell, seed, "fedssa", _federation(cell, seed))
+    keep = ("method", "val_score", "seconds", "cpu_seconds", "ari_semantic", "ari_structural", "rounds")
+    return {**{k: out[k] for k in keep}, "beta_elbo": task["beta_elbo"], "lambda_sem": task["lambda_sem"]}
+
+
+def choose_cell(records: list) -> dict:
+    """The pre-registered rule: highest validation score; ties go to the first cell in grid order."""
+    order = {(b, l): i for i, (b, l) in enumerate((b, l) for b in BETA_GRID for l in LAMBDA_SEM_GRID)}
+    ranked = sorted(records, key=lambda r: (-round(r["val_score"], 9), order.get((r["beta_elbo"], r["lambda_sem"]), 99)))
+    return ranked[0]
+
+
+def summarize_grid(jobs, config: FederationConfig) -> Result:
+    records = [{"seed": j.seed, "beta_elbo": j.metrics["beta_elbo"], "lambda_sem": j.metrics["lambda_sem"],
+                "val_score": j.metrics["val_score"],
+                "semantic ARI (rounds ≥ 20)": _ari_after(j.metrics, "ari_semantic", config.ari_from_round),
+                "cpu_seconds": j.metrics["cpu_seconds"]} for j in jobs]
+    frame = pd.DataFrame(records)
+    best = choose_cell(records)
+    pivot = frame.pivot_table(index="beta_elbo", columns="lambda_sem", values="val_score").round(2)
+    pivot.columns = [f"λ_sem = {c}" for c in pivot.columns]
+    notes = [f"chosen (highest validation score, dev seed(s) {sorted(frame['seed'].unique().tolist())}): "
+             f"beta_elbo = {best['beta_elbo']}, lambda_sem = {best['lambda_sem']} "
+             f"(validation {best['val_score']:.2f}); validation only, no test numbers used",
+             f"{config.rounds} rounds x {config.local_epochs} local steps"]
+    return Result(tables={"validation score by β_elbo (rows) and λ_sem": pivot.reset_index(),
+                          "grid cells": frame.round(3)}, notes=notes)
 
 
 # -- Part single-axis ------------------------------------------------------------------------
@@ -387,6 +512,7 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
                   notes=[f"slopes: epoch {epoch_slope:.3f}, server {server_slope:.3f}"])
 
 
+ABLATION_TAIL = ("fedssa", "fedavg") + ABLATION_METHODS
 QUICK = FederationConfig(n_regions=4, nodes_per_region=60, n_features=16, n_clients=4, rounds=12,
                          hidden=16, latent=8, K=4, ari_from_round=8,
                          methods=("fedssa", "local", "fedavg", "fedprox", "fedper", "gcfl", "fedssa-shuffled"))
@@ -400,6 +526,15 @@ register(Experiment(
         Part(name="dual", run=run_dual, summarize=summarize_dual, tasks=dual_tasks,
              quick=QUICK, full=FederationConfig(), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,),
              description="dual heterogeneity: FedSSA vs Local/FedAvg/FedProx/FedPer/GCFL-lite (acceptance)"),
+        Part(name="ablation", run=run_dual, summarize=summarize_ablation, tasks=ablation_tasks,
+             quick=dataclasses.replace(QUICK, methods=ABLATION_TAIL), full=FederationConfig(methods=ABLATION_TAIL),
+             seeds=(0, 1, 2), quick_seeds=(0,), default=False,
+             description="what each piece buys: own-space clustering, no alignment, no ELBO, oracle "
+                         "clusters, N(0, I) prior (report, opt-in)"),
+        Part(name="grid", run=run_grid, summarize=summarize_grid, tasks=grid_tasks,
+             quick=QUICK, full=FederationConfig(), seeds=(DEV_SEED,), quick_seeds=(DEV_SEED,),
+             default=False,
+             description="pre-registered β_elbo x λ_sem grid on the dev seed's validation split (opt-in)"),
         Part(name="single-axis", run=run_single_axis, summarize=summarize_single_axis,
              tasks=single_axis_tasks, quick=QUICK_SINGLE,
              full=FederationConfig(methods=("fedssa", "fedssa-nosem", "fedssa-nostr")),

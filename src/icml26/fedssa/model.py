@@ -201,21 +201,51 @@ def _gaussian_nll(x: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
 
 def elbo_loss(net: FedSSANet, x: torch.Tensor, y: torch.Tensor, out: dict, mask: torch.Tensor,
               edge_index: torch.Tensor | None = None, decoder: str = "features",
-              generator: torch.Generator | None = None) -> torch.Tensor:
-    """Negative ELBO over the labelled nodes: mean of ``−log p(x_i|y_i,z_i) + KL(q(z_i) || N(0,I))``.
+              generator: torch.Generator | None = None, prior_means: torch.Tensor | None = None,
+              prior_stds: torch.Tensor | None = None) -> torch.Tensor:
+    """Negative ELBO over the labelled nodes: mean of ``−log p(x_i|y_i,z_i) + KL(q(z_i) || p(z_i|y_i))``.
+
+    The prior is class-conditional, ``p(z | y = c) = N(prior_means[c], diag prior_stds[c]²)``,
+    when ``prior_means`` and ``prior_stds`` (each (C, d_z)) are given, and ``N(0, I)`` otherwise
+    (the M2 semi-supervised VAE form, whose z is meant to carry no label information).
+    FedSSA passes the class-wise Gaussians of its semantic cluster as the prior (see
+    :meth:`icml26.fedssa.FedSSAClient.extra_loss`); the prior is not differentiated.
 
     ``decoder="features+adjacency"`` adds a VGAE inner-product edge likelihood (observed edges
     against as many uniformly drawn node pairs). ``log p(y)`` is constant and left out.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = FedSSANet(3, 2, hidden=4, latent=2, K=1)
+    >>> out = {"z": torch.zeros(2, 2), "mu": torch.zeros(2, 2), "logvar": torch.zeros(2, 2)}
+    >>> x, y, mask = torch.zeros(2, 3), torch.tensor([0, 1]), torch.tensor([True, True])
+    >>> standard = elbo_loss(net, x, y, out, mask)
+    >>> same = elbo_loss(net, x, y, out, mask, prior_means=torch.zeros(2, 2), prior_stds=torch.ones(2, 2))
+    >>> bool(torch.isclose(standard, same))
+    True
     """
     if not bool(mask.any()):
         return out["mu"].sum() * 0.0
+    if (prior_means is None) != (prior_stds is None):
+        raise ValueError("prior_means and prior_stds must be given together")
     z, mu, logvar = out["z"][mask], out["mu"][mask], out["logvar"][mask]
     recon = net.decode(z, y[mask])
     if net.likelihood == "gaussian":
         nll = _gaussian_nll(x[mask], recon)
     else:
         nll = F.binary_cross_entropy_with_logits(recon, x[mask], reduction="none").sum(-1)
-    kl = 0.5 * (mu ** 2 + logvar.exp() - 1.0 - logvar).sum(-1)
+    if prior_means is None:
+        kl = 0.5 * (mu ** 2 + logvar.exp() - 1.0 - logvar).sum(-1)
+    else:
+        if prior_means.shape != prior_stds.shape or prior_means.shape[-1] != mu.shape[-1]:
+            raise ValueError(f"prior_means {tuple(prior_means.shape)} and prior_stds "
+                             f"{tuple(prior_stds.shape)} must both be (n_classes, {mu.shape[-1]})")
+        labels = y[mask].long()
+        p_mu = prior_means.detach().to(mu.dtype)[labels]
+        p_var = (prior_stds.detach().to(mu.dtype)[labels] ** 2).clamp_min(VAR_FLOOR)
+        var = logvar.exp()
+        kl = 0.5 * ((var + (mu - p_mu) ** 2) / p_var - 1.0 + p_var.log() - logvar).sum(-1)
     loss = (nll + kl).mean()
     if decoder == "features+adjacency" and edge_index is not None and edge_index.shape[1]:
         zz = out["z"]
