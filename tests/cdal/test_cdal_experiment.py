@@ -75,3 +75,13 @@ def test_reverse_digits_quick_runs(experiment):
     (table,) = outcome.result.tables.values()
     assert {"k-means (concat)", "k-means (gradient view only)", "CDAL(lam=10)"} <= set(table["method"])
     assert np.isfinite([float(v.split(" ")[0]) for v in table["nmi"]]).all()
+
+
+def test_groups_part_quick_reports_each_group_count(experiment, tmp_path):
+    outcome = run_part(experiment, "groups", quick=True, overrides={"cache_dir": str(tmp_path)})
+    assert outcome.claims_by_name() == {}          # report-only
+    notes = outcome.result.notes
+    for G in (3, 4):
+        assert any(n.startswith(f"{G} groups, CDAL(lam=10) + fair SC output") for n in notes)
+        assert any(n.startswith(f"{G} groups, residualise + k-means") for n in notes)
+    assert len(list(tmp_path.iterdir())) == 4     # 2 seeds × 2 group counts, resumable
