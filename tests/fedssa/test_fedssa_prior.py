@@ -88,3 +88,17 @@ def test_same_seed_same_numbers_with_the_class_prior(tiny_federation):
     a = run_federation("fedssa", tiny_federation, config, rounds=3, seed=1)
     b = run_federation("fedssa", tiny_federation, config, rounds=3, seed=1)
     assert np.array_equal(a.test, b.test)
+
+
+def test_semantic_alignment_acts_only_when_lambda_sem_positive(tiny_federation):
+    g = tiny_federation[0]
+    losses = {}
+    for lam in (0.0, 0.5):
+        client = FedSSAClient(g, FedSSAConfig(**TINY, beta_elbo=0.0, lambda_sem=lam), 5)
+        client.net.eval()
+        out = client.net(g.x, client.adj)
+        reps = (torch.full((5, 4), 2.0), torch.ones(5, 4), torch.ones(5, dtype=torch.bool))
+        losses[lam] = (float(client.extra_loss(out, {}).detach()),
+                       float(client.extra_loss(out, {"representatives": reps}).detach()))
+    assert losses[0.0][0] == losses[0.0][1] == 0.0
+    assert losses[0.5][1] > losses[0.5][0] + 1e-3

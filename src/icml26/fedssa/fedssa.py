@@ -150,8 +150,11 @@ class FedSSAConfig:
     alpha: float = 0.1
     dropout: float = 0.5
     encoder: str = "mlp"
-    beta_elbo: float = 0.1  # set from the dev-seed grid (issue #37), see the README
-    lambda_sem: float = 0.1  # set from the dev-seed grid (issue #37), see the README
+    # chosen on the validation split of dev seed 100 from the pre-registered grid
+    # β ∈ {0, 0.01, 0.1} × λ_sem ∈ {0, 0.01, 0.1} (issue #37; 50 rounds x 5 local steps):
+    # best validation 92.81 at (0.01, 0); the grid's table is in the README
+    beta_elbo: float = 0.01
+    lambda_sem: float = 0.0
     prior: str = "class"
     fixed_semantic_clusters: Any = None
     lambda_str: float = 1.0
