@@ -6,6 +6,9 @@ Parts:
   scan, head scores vs the planted heads (with the attention-weight baseline), specificity,
   explicit-state neurons, and VEENA vs VEE-only / ENA-only / random components / PAI-style /
   plain steering;
+* ``slotted`` (Exp 1b, issue #40) — the same planted toy and pipeline with the "slotted"
+  description: object content (content slots) and emotional tone (tone slots) are read out
+  separately (Resolution, not from the paper; see :mod:`.toy`);
 * ``trained`` (Exp 2) — a tiny HF Llama trained on descriptions: head scores vs exhaustive
   mean-ablation effects, VEENA with (β, γ) picked on a dev split;
 * ``scaling`` — head-scoring time (projection proxy) vs number of heads L·H.
@@ -49,6 +52,7 @@ class PlantedConfig:
     n_neurons: int = 4
     betas: tuple = (1.25, 1.5, 2.0, 3.0)     # (β, γ) picked on the analysis split (dev); empty: use beta, gamma
     gammas: tuple = (1.5, 2.0, 3.0)
+    toy: str = "shared"         # toy description: "shared" (original) or "slotted" (#40, see toy.DESCRIPTIONS)
 
 
 def pick_beta_gamma(model, circuit, dev, betas, gammas, seed: int, default=(2.0, 2.0)) -> tuple:
@@ -95,7 +99,7 @@ def _interventions(model, circuit, localizer, scan, test, cfg, seed, beta, gamma
 
 def run_planted(config: PlantedConfig, seed: int) -> dict:
     torch.set_num_threads(1)
-    toy = ToyLVLM.planted(seed=seed)
+    toy = ToyLVLM.planted(seed=seed, description=config.toy)
     model = toy.adapter()
     pairs = make_pairs(toy, n=config.n_pairs, seed=seed)
     analysis, test = pairs.split(config.n_pairs // 2)
@@ -270,9 +274,10 @@ def summarize_planted(jobs, config: PlantedConfig) -> Result:
              "selected circuits: " + "; ".join(f"seed {j.seed}: mid {j.metrics['circuit']['mid_heads']}, "
                                                f"deep {j.metrics['circuit']['deep_heads']}, "
                                                f"neurons {j.metrics['circuit']['neurons']}" for j in jobs)]
-    figures = {"planted: layer scan": _layer_figure(curves, "ToyLVLM layer scan (planted circuit)"),
-               "planted: head scores": _heads_figure(score_grid, marks, "head score = intention × max(E, 0)", "score"),
-               "planted: head specificity": _heads_figure(spec_grid, marks, "head specificity", "specificity")}
+    tag = "planted" if config.toy == "shared" else config.toy
+    figures = {f"{tag}: layer scan": _layer_figure(curves, f"ToyLVLM layer scan ({config.toy} description)"),
+               f"{tag}: head scores": _heads_figure(score_grid, marks, "head score = intention × max(E, 0)", "score"),
+               f"{tag}: head specificity": _heads_figure(spec_grid, marks, "head specificity", "specificity")}
     return Result(tables={"interventions (test split)": table, "layer scan": layer_table},
                   figures=figures, claims=claims, notes=notes)
 
@@ -435,6 +440,11 @@ EXPERIMENT = register(Experiment(
         Part(name="planted", run=run_planted, summarize=summarize_planted,
              quick=PlantedConfig(n_pairs=80, betas=(2.0,), gammas=(2.0,)), full=PlantedConfig(), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,),
              description="ToyLVLM with a planted circuit: layer scan, heads, neurons, VEENA vs baselines"),
+        Part(name="slotted", run=run_planted, summarize=summarize_planted,
+             quick=PlantedConfig(n_pairs=80, betas=(2.0,), gammas=(2.0,), toy="slotted"),
+             full=PlantedConfig(toy="slotted"), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,),
+             description="the same planted ToyLVLM with object content and emotional tone carried "
+                         "separately (content slots / tone slots; Resolution, issue #40): same pipeline"),
         Part(name="trained", run=run_trained, summarize=summarize_trained,
              quick=TrainedConfig(steps=40, n_analysis=30, n_dev=16, n_test=30, betas=(2.0,), gammas=(2.0,),
                                  cache=False),

@@ -21,6 +21,18 @@ flags ``bos, vis, q, gen`` (1 each), ``obj`` (8), ``raw`` (8), ``cue`` (4), ``ag
   (+ ``δ_joy`` for joy words: the language-prior hallucination); object word ``j``:
   ``g_obj⟨h, obj_j⟩ + b_narr``; filler words ``b_narr``.
 
+Two descriptions (how generated words are read out; the circuit is the same):
+
+* ``"shared"`` (the original toy): every generated word is drawn from one softmax over the whole
+  vocabulary, so emotion, object and filler words compete for each position;
+* ``"slotted"`` (Resolution, not from the paper; pre-registered in issue #40 before it was run):
+  object content and emotional tone are carried separately. Generated positions alternate
+  between *content slots* (even positions 0, 2, …: softmax over object + filler words only, i.e.
+  object words decoded from the visual stream's ``obj`` subspace) and *tone slots* (odd positions:
+  softmax over emotion + filler words only, i.e. tone words decoded from the ``state`` subspace).
+  Implemented as a fixed template mask on the logits (:data:`SLOT_MASK_VALUE`) at the positions
+  that predict generated words; weights, gains and calibration are the frozen shared ones.
+
 Calibration (applied once, then frozen in :data:`CALIBRATED`): ``(g_agg, g_state, g_out, b_emo,
 δ_joy, s_sink)`` picked on a grid so that the vanilla model has sample HIT in [0.30, 0.50] and a
 joy-hallucination rate ≥ 0.15 on non-joy images (:func:`calibrate`).
@@ -39,7 +51,7 @@ from icml26.core.validation import check_int
 
 from .metrics import EmotionWheel
 
-__all__ = ["ToyLVLM", "ToyParams", "CALIBRATED", "make_pairs", "Pairs", "EMOTIONS", "WHEEL",
+__all__ = ["DESCRIPTIONS", "ToyLVLM", "ToyParams", "CALIBRATED", "make_pairs", "Pairs", "EMOTIONS", "WHEEL",
            "VOCABULARY", "calibrate", "toy_images"]
 
 EMOTIONS = ["joy", "sadness", "anger", "fear"]
@@ -66,6 +78,13 @@ PLANTED_SPECIFIC = {(3, 0): 0, (3, 2): 1, (4, 1): 2, (4, 3): 3}   # head -> emot
 GENERAL_HEADS = [(7, 0), (7, 2)]
 DECOY, SHADOW, CONTENT = (2, 1), (5, 1), (6, 3)
 ESN_LAYER, ADAPT_LAYER = 6, 0
+
+#: Toy descriptions (see the module docstring): "shared" = one softmax over all words per generated
+#: position (the original toy); "slotted" = content slots (even) / tone slots (odd), Resolution
+#: (not from the paper), fixed in issue #40 before it was run.
+DESCRIPTIONS = ("shared", "slotted")
+#: Additive logit of a word that its slot does not allow (finite, so softmax/log-softmax stay finite).
+SLOT_MASK_VALUE = -1.0e4
 
 
 @dataclass(frozen=True)
@@ -201,6 +220,22 @@ class ToyLVLM(nn.Module):
         self.register_buffer("basis", torch.eye(self.config.hidden_size), persistent=True)
         self.register_buffer("raw_vectors", torch.zeros(len(EMOTIONS) + 1, self.config.hidden_size))
         self.params = CALIBRATED
+        self.description = "shared"
+
+    def slot_mask(self, positions: torch.Tensor) -> torch.Tensor | None:
+        """``(T, V)`` additive logit mask of the output ``positions`` under the ``"slotted"``
+        description (None under ``"shared"``). The output at position ``QUERY_POS + i`` predicts
+        generated word ``i``: even ``i`` is a content slot (object + filler words), odd ``i`` a tone
+        slot (emotion + filler words); prompt positions are not masked."""
+        if self.description == "shared":
+            return None
+        kind = torch.tensor([0 if w in OBJECT_WORDS else 1 if WHEEL.category(w) is not None else 2
+                             for w in self.vocabulary])
+        slot = positions - QUERY_POS
+        gen = (slot >= 0)[:, None]
+        content = (slot % 2 == 0)[:, None]
+        banned = gen & ((content & (kind == 1)[None]) | (~content & (kind == 0)[None]))
+        return torch.where(banned, SLOT_MASK_VALUE, 0.0)
 
     def get_input_embeddings(self):
         return self.model.embed_tokens
@@ -216,7 +251,11 @@ class ToyLVLM(nn.Module):
         mask = torch.full((t, past + t), torch.finfo(h.dtype).min, dtype=h.dtype, device=h.device).triu(past + 1)
         for l, layer in enumerate(self.model.layers):
             h = layer(h, mask[None, None], None if cache is None else cache[l])
-        return ToyOutput(self.lm_head(h), cache)
+        logits = self.lm_head(h)
+        mask = self.slot_mask(torch.arange(past, past + t, device=h.device))
+        if mask is not None:
+            logits = logits + mask.to(logits.dtype)
+        return ToyOutput(logits, cache)
 
     def adapter(self):
         """An :class:`~icml26.emotion_circuits.HFAdapter` on this model (vocabulary and
@@ -229,13 +268,17 @@ class ToyLVLM(nn.Module):
     emotion_circuits_adapter = adapter
 
     @classmethod
-    def planted(cls, seed: int = 0, params: ToyParams | None = None) -> "ToyLVLM":
+    def planted(cls, seed: int = 0, params: ToyParams | None = None, description: str = "shared") -> "ToyLVLM":
         """Build the planted model; ``seed`` fixes the basis rotation, cue vectors, word vectors
-        and distractor weights; ``params`` defaults to the frozen :data:`CALIBRATED` gains."""
+        and distractor weights; ``params`` defaults to the frozen :data:`CALIBRATED` gains;
+        ``description`` is one of :data:`DESCRIPTIONS` (same weights, different readout)."""
         check_int(seed, "seed", min_value=0)
+        if description not in DESCRIPTIONS:
+            raise ValueError(f"description must be one of {DESCRIPTIONS}, got {description!r}")
         params = CALIBRATED if params is None else params
         model = cls()
         model.params = params
+        model.description = description
         _plant(model, np.random.default_rng([seed, 25]), params)
         return model.eval()
 
