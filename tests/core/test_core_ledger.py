@@ -141,3 +141,11 @@ def test_shipped_ledger_matches_the_code(slug):
     recorded: rerun it with `icml26 run <slug> --record`."""
     status = ledger.check(slug)
     assert status["current"], f"{slug}'s ledger is stale: " + "; ".join(status["reasons"])
+
+
+def test_shipped_readmes_show_the_current_ledger():
+    """Every method README and the top-level README have a ledger block, and each block is what
+    the ledger gives now: regenerate with `python -m icml26.core.ledger readme`."""
+    changed, missing = ledger.update_readmes(check_only=True)
+    assert not missing, f"README without a ledger block: {missing}"
+    assert not changed, f"out-of-date ledger block in {changed}; run python -m icml26.core.ledger readme"
