@@ -241,6 +241,8 @@ class _NeuralReconstructor(BaseReconstructor):
 
     functional = "none"
     adversarial = False
+    geometry_start = False
+    track_train = True  # per-epoch train RMSE (same masks as validation) for training curves
     d_series = 32  # masked series per batch shown to the discriminator
     f_pairs = 4096  # observed contact pairs (random subset) that F_hat is fitted on
 
@@ -340,6 +342,11 @@ class _NeuralReconstructor(BaseReconstructor):
             out += [(pi, order[i:i + self.batch_size]) for i in range(0, len(order), self.batch_size)]
         return [out[i] for i in rng.permutation(len(out))]
 
+    @staticmethod
+    def _train_probe(patients, n=64):
+        """At most ``n`` evenly spaced training windows per patient (training-curve RMSE)."""
+        return [np.ascontiguousarray(p["Z"][::max(1, len(p["Z"]) // n)][:n]) for p in patients]
+
     def _val_rmse(self, model, patients, val):
         if val is None:
             return float("nan")
@@ -380,6 +387,12 @@ class _NeuralReconstructor(BaseReconstructor):
             opt, lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
         self.history_ = []
         best, best_state = float("inf"), None
+        # Step 0 (before any update): with the geometry-aware start this is the interpolation
+        # the model starts from (#36); train RMSE on the training windows under the same
+        # leave-one-shaft-in-turn masks as validation.
+        self.step0_val_rmse_ = self._val_rmse(model, patients, val)
+        self.step0_train_rmse_ = self._val_rmse(model, patients, self._train_probe(patients))
+        self.n_steps_ = 0
         model.train()
         for epoch in range(n_rec):
             total = 0.0
@@ -393,10 +406,13 @@ class _NeuralReconstructor(BaseReconstructor):
                 loss.backward()
                 opt.step()
                 sched.step()
+                self.n_steps_ += 1
                 total += float(loss.detach()) * len(idx)
             v = self._val_rmse(model, patients, val)
+            tr = (self._val_rmse(model, patients, self._train_probe(patients))
+                  if self.track_train else float("nan"))
             self.history_.append({"epoch": epoch, "stage": 1, "loss": total / sum(len(p["Z"]) for p in patients),
-                                  "val_rmse": v})
+                                  "val_rmse": v, "train_rmse": tr, "steps": self.n_steps_})
             if val is None or v < best:
                 best, best_state = v, copy.deepcopy(model.state_dict())
         model.load_state_dict(best_state)
@@ -538,6 +554,11 @@ class EpiTwin(_NeuralReconstructor):
     observed_weight : float
         Weight of the identity loss on observed contacts.
     seed : int
+    geometry_start : bool
+        #36's geometry-aware start (a Resolution): GFBA read-out at the least-squares fit of
+        ``-2 ln d``, ``lambda_h`` = 15, zero-initialised decoder plus the attention-weighted
+        raw-patch residual, so that step 0 predicts like IDW (with the functional term). False:
+        the first reproduction's start (read-out ``-d / 20``, ``lambda_h`` = 1, no residual).
 
     Attributes
     ----------
@@ -554,8 +575,10 @@ class EpiTwin(_NeuralReconstructor):
                  use_functional: bool = True, functional: str = "static", epochs: int = 20,
                  batch_size: int = 16, lr: float = 1e-3, weight_decay: float = 1e-2,
                  dropout: float = 0.1, window: int = 512, stride: int = 256,
-                 mask_shafts: tuple = (1, 2), observed_weight: float = 0.1, seed: int = 0):
+                 mask_shafts: tuple = (1, 2), observed_weight: float = 0.1, seed: int = 0,
+                 geometry_start: bool = True):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
+        self.geometry_start = geometry_start
         self.k_lap, self.lambda_adv, self.lambda_fm = k_lap, lambda_adv, lambda_fm
         self.adversarial, self.use_hspe, self.use_gfba = adversarial, use_hspe, use_gfba
         self.use_functional, self.functional, self.epochs = use_functional, functional, epochs
@@ -576,7 +599,8 @@ class EpiTwin(_NeuralReconstructor):
     def _build(self):
         return EpiTwinGenerator(self.d_model, self.n_layers, self.n_heads, self.patch, self.k_lap,
                                 self.dropout, self.use_hspe, self.use_gfba, self.use_functional,
-                                max_patches=max(64, self.window // self.patch), seed=self.seed)
+                                max_patches=max(64, self.window // self.patch), seed=self.seed,
+                                geometry_start=self.geometry_start)
 
 
 class LaBraMStyleReconstructor(_NeuralReconstructor):
@@ -584,21 +608,25 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     tokens with a per-contact index embedding, a vanilla transformer over all tokens, masked
     MSE, trained from scratch with the same optimiser, masking and schedule as EpiTwin's stage 1.
     Parameters as :class:`EpiTwin` (``patch`` defaults to 128: full attention over N x L tokens
-    is costlier)."""
+    is costlier). ``geometry_start`` gives it the same residual start as EpiTwin (zero decoder
+    plus the fixed inverse-distance interpolation), for parity (#36)."""
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 128,
                  epochs: int = 20, batch_size: int = 16, lr: float = 1e-3,
                  weight_decay: float = 1e-2, dropout: float = 0.1, window: int = 512,
                  stride: int = 256, mask_shafts: tuple = (1, 2), observed_weight: float = 0.1,
-                 seed: int = 0):
+                 seed: int = 0, geometry_start: bool = True):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
+        self.geometry_start = geometry_start
         self.epochs, self.batch_size, self.lr = epochs, batch_size, lr
         self.weight_decay, self.dropout, self.window, self.stride = weight_decay, dropout, window, stride
         self.mask_shafts, self.observed_weight, self.seed = mask_shafts, observed_weight, seed
 
     def _patient_tensors(self, montage, Z=None):
-        return {}
+        # only the distances, for the residual start's fixed inverse-distance interpolation
+        return {"dist": montage_tensors(montage, k_lap=1)["dist"]} if self.geometry_start else {}
 
     def _build(self):
         return LaBraMStyleTransformer(self.d_model, self.n_layers, self.n_heads, self.patch,
-                                      self.dropout, max_patches=max(64, self.window // self.patch))
+                                      self.dropout, max_patches=max(64, self.window // self.patch),
+                                      residual_start=self.geometry_start)
