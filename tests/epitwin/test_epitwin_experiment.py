@@ -20,8 +20,12 @@ def _ok(outcome):
 def test_registration(experiment):
     names = [p.name for p in experiment.parts]
     assert names == ["W", "X", "B", "scaling", "W_seeds", "X_seeds"]
-    assert [p.name for p in experiment.select()] == ["W", "X", "B", "scaling"]
+    assert [p.name for p in experiment.select()] == ["W", "B", "scaling"]  # X opt-in (#36)
     assert experiment.part("W").full.epochs < experiment.part("W_seeds").full.epochs == 20
+    # #36: the default W takes >= 1,000 optimiser steps (1-s stride, 70 % of 600 s, batch 8)
+    w = experiment.part("W").full
+    n_windows = (int(0.7 * w.duration_s * 256) - w.window) // w.train_stride + 1
+    assert w.train_stride == 256 and w.epochs * -(-n_windows // w.batch_size) >= 1000
 
 
 def test_part_w_quick(experiment):
@@ -33,7 +37,11 @@ def test_part_w_quick(experiment):
         assert math.isfinite(float(c.measured)), c.name
     table = next(iter(outcome.result.tables.values()))
     assert {"epitwin", "epitwin_mse", "labram", "idw", "ridge", "zero"} <= set(table["method"])
-    assert set(outcome.result.figures) == {"masked shaft vs truth", "power spectra of masked contacts"}
+    assert set(outcome.result.figures) == {"masked shaft vs truth", "power spectra of masked contacts",
+                                           "training curves (train and validation RMSE per epoch)"}
+    steps = outcome.result.tables["W: optimiser steps and validation RMSE"]
+    assert set(steps["method"]) == {"epitwin", "epitwin_mse", "labram"}
+    assert (steps["optimiser steps"] > 0).all()
     assert any("MNE interpolate_bads" in n for n in outcome.result.notes)
     assert any("ridge with lags" in n for n in outcome.result.notes)
 

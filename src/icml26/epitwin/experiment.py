@@ -3,10 +3,10 @@
 Parts
 -----
 ``W``  within-patient protocol: one 600-s patient, train on the first 70 % (2-s windows, 1-s
-       stride), select checkpoints on the next 10 %, reconstruct every shaft of the last 20 %
+       stride, 19 epochs = 1,007 optimiser steps since #36), select checkpoints on the next 10 %, reconstruct every shaft of the last 20 %
        leave-one-shaft-out; EpiTwin vs its MSE-only version, the LaBraM-style transformer, IDW,
        ridge with lags (and MNE's interpolation on single contacts).
-``X``  cross-patient protocol: train on patients 1-4 (120 s each), reconstruct each shaft of the
+``X`` (opt-in since #36)  cross-patient protocol: train on patients 1-4 (120 s each), reconstruct each shaft of the
        unseen patient 5 from its other shafts; EpiTwin vs LaBraM-style, IDW and the -HSPE and
        -GFBA ablations.
 ``B``  properties (permutation equivariance, masked inputs ignored, Laplacian PE vs eigh, RBF bias
@@ -72,9 +72,15 @@ class ProtocolConfig:
     figure_shaft: int = 0
 
 
-W_FULL = ProtocolConfig()
+# #36: spend the budget on optimiser steps. 1-s stride (419 training windows, 53 steps per epoch
+# at batch 8) and 19 epochs = 1,007 optimiser steps for every neural model (EpiTwin: 13 MSE
+# epochs + 6 adversarial ones). Fixed from the issue's ">= 1,000 steps", not tuned on any split.
+W_STEPS_STRIDE = 256
+W_STEPS_EPOCHS = 19
+OLD_W = ProtocolConfig()  # the first reproduction's W: 2-s stride, 8 epochs (210 steps)
+W_FULL = replace(OLD_W, train_stride=W_STEPS_STRIDE, epochs=W_STEPS_EPOCHS)
 W_QUICK = replace(W_FULL, duration_s=60.0, n_shafts=4, d_model=16, n_layers=1, epochs=2)
-X_FULL = replace(W_FULL, protocol="X", duration_s=120.0,
+X_FULL = replace(OLD_W, protocol="X", duration_s=120.0,
                  methods=("epitwin", "epitwin_nohspe", "epitwin_nogfba", "labram", "linear"))
 X_QUICK = replace(X_FULL, duration_s=30.0, train_patients=(1, 2), n_shafts=4, d_model=16,
                   n_layers=1, epochs=2)
@@ -199,6 +205,8 @@ def run_protocol(config: ProtocolConfig, seed: int, task: dict) -> dict:
                       X_val=data["val"], fs=fs)
         out["notes"] += [str(w.message) for w in caught if "refinement" in str(w.message)]
         out["history"] = model.history_
+        out["step0"] = {"train_rmse": model.step0_train_rmse_, "val_rmse": model.step0_val_rmse_}
+        out["n_steps"] = int(model.n_steps_)
         out["refinement"] = getattr(model, "refinement_", "off")
         _evaluate(method, model, W, montage, fs, config, out)
     out["seconds"] = time.perf_counter() - start
@@ -251,6 +259,10 @@ def _collect(jobs):
             if "mne" in m:
                 extra["mne"] = m["mne"]
         notes += [f"{m['method']} (seed {j.seed}): {n}" for n in m["notes"]]
+        if "history" in m and j.seed == min(jj.seed for jj in jobs):
+            extra.setdefault("curves", {})[m["method"]] = {"history": m["history"],
+                                                           "step0": m.get("step0"),
+                                                           "n_steps": m.get("n_steps")}
         if "refinement" in m and m["method"].startswith("epitwin") and m["refinement"] != "off":
             extra.setdefault("refinement", {})[f"{m['method']}/{j.seed}"] = m["refinement"]
     frame = pd.DataFrame(rows)
@@ -295,6 +307,30 @@ def _figures(psd, trace, freqs, fs, title):
     return figs
 
 
+def _curves_figure(curves, title):
+    """Train and validation RMSE (leave-one-shaft-in-turn masks, z-units) per epoch; epoch 0 is
+    the step-0 model."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for name, c in sorted(curves.items()):
+        h = c["history"]
+        s0 = c.get("step0") or {}
+        for ax, key in zip(axes, ("train_rmse", "val_rmse")):
+            y = [s0.get(key, np.nan)] + [e.get(key, np.nan) for e in h]
+            ax.plot(np.arange(len(y)), y, "o-", ms=2.5, label=LABELS.get(name, name))
+            for e in h:
+                if e["stage"] == 2:
+                    ax.axvline(e["epoch"] + 0.5, color="0.85", lw=0.5, zorder=0)
+                    break
+    axes[0].set_title(f"{title}: train (64 windows)")
+    axes[1].set_title(f"{title}: validation block")
+    for ax in axes:
+        ax.set_xlabel("epoch (0 = step 0; grey line: start of refinement)")
+    axes[0].set_ylabel("RMSE of hidden shafts (z)")
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def _mean(frame, method, metric):
     sel = frame[frame.method == method][metric]
     return float(sel.mean()) if len(sel) else float("nan")
@@ -311,7 +347,7 @@ def summarize_protocol(jobs, config: ProtocolConfig) -> Result:
                             rmse.get("epitwin", np.nan) / rmse.get("labram", np.nan), 0.90, paper=paper),
               Claim.at_most(f"{P}: RMSE(EpiTwin) / RMSE(IDW)",
                             rmse.get("epitwin", np.nan) / rmse.get("idw", np.nan),
-                            0.85 if P == "W" else 0.95, paper="beats interpolation (no number)")]
+                            0.95, paper="beats interpolation (no number)")]  # #36: W as X
     if P == "W":
         soi = {m: abs(_mean(frame, m, "soi")) for m in ("epitwin", "epitwin_mse")}
         lsd = {m: _mean(frame, m, "lsd") for m in ("epitwin", "epitwin_mse")}
@@ -327,15 +363,19 @@ def summarize_protocol(jobs, config: ProtocolConfig) -> Result:
                           paper="refinement keeps accuracy")]
         if "ridge" in rmse:
             notes.append(f"ridge with lags: RMSE {rmse['ridge']:.3f} vs EpiTwin {rmse['epitwin']:.3f} "
-                         f"(ratio EpiTwin/ridge {rmse['epitwin'] / rmse['ridge']:.3f}; the spec expects "
-                         "them within 5 %: a strong linear baseline is a finding, not a bug)")
+                         f"(ratio EpiTwin/ridge {rmse['epitwin'] / rmse['ridge']:.3f}, MSE-only/ridge "
+                         f"{rmse.get('epitwin_mse', np.nan) / rmse['ridge']:.3f}; reported, not a bar: "
+                         "the world is linear-Gaussian given the network state, so not beating ridge "
+                         "is a finding, not a bug)")
         if "mne" in extra:
             mne_r = extra["mne"]
             notes.append(
                 "MNE interpolate_bads on sEEG: whole shaft -> " + mne_r["whole_shaft"]
                 + f"; one middle contact per shaft: {mne_r['single_contact_ok']} interpolated "
                 f"(RMSE {mne_r['single_contact_rmse_mne']}, IDW on the same contacts "
-                f"{mne_r['single_contact_rmse_idw']}), failures: {mne_r['single_contact_failures']}")
+                f"{mne_r['single_contact_rmse_idw']}), failures: {mne_r['single_contact_failures']}"
+                + ("; ratio EpiTwin/MNE on whole shafts: undefined (MNE cannot interpolate a whole "
+                   "shaft)" if mne_r["whole_shaft"] != "interpolated" else ""))
     else:
         claims += [
             Claim.at_least("X: -HSPE (per-contact index embedding): relative RMSE increase",
@@ -347,8 +387,20 @@ def summarize_protocol(jobs, config: ProtocolConfig) -> Result:
     if "refinement" in extra:
         notes.append(f"refinement outcome: {extra['refinement']}")
     figs = _figures(psd, trace, freqs, fs, f"Protocol {P}")
-    return Result(tables={f"{P}: leave-one-shaft-out metrics (z-units)": table}, figures=figs,
-                  claims=claims, notes=notes)
+    tables = {f"{P}: leave-one-shaft-out metrics (z-units)": table}
+    if extra.get("curves"):
+        figs["training curves (train and validation RMSE per epoch)"] = _curves_figure(
+            extra["curves"], f"Protocol {P}")
+        rows = []
+        for name, c in sorted(extra["curves"].items()):
+            h = [e for e in c["history"] if "val_rmse" in e]
+            best = min(h, key=lambda e: e["val_rmse"]) if h else {}
+            rows.append({"method": name, "optimiser steps": c.get("n_steps"),
+                         "step-0 val RMSE": (c.get("step0") or {}).get("val_rmse"),
+                         "best val RMSE": best.get("val_rmse"), "at epoch": best.get("epoch"),
+                         "last val RMSE": h[-1]["val_rmse"] if h else None})
+        tables[f"{P}: optimiser steps and validation RMSE"] = pd.DataFrame(rows)
+    return Result(tables=tables, figures=figs, claims=claims, notes=notes)
 
 
 # -- Experiment B: properties -------------------------------------------------------------
@@ -511,7 +563,9 @@ EXPERIMENT = register(Experiment(
     parts=[
         _protocol_part("W", W_QUICK, W_FULL, "within-patient leave-one-shaft-out: EpiTwin vs "
                        "MSE-only, LaBraM-style, IDW, ridge"),
-        _protocol_part("X", X_QUICK, X_FULL, "cross-patient: unseen patient's shafts; -HSPE, -GFBA"),
+        # #36: X is opt-in, so that W's 1,000 steps fit the default run's budget
+        _protocol_part("X", X_QUICK, X_FULL, "cross-patient: unseen patient's shafts; -HSPE, -GFBA "
+                       "(opt-in since #36)", default=False),
         Part(name="B", run=run_properties, summarize=summarize_properties,
              quick=PropertyConfig(duration_s=12.0, n_shafts=3, n_layers=1), full=PropertyConfig(),
              seeds=(0,), description="equivariance, masked-input invariance, Laplacian PE, "
