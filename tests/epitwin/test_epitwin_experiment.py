@@ -19,8 +19,9 @@ def _ok(outcome):
 
 def test_registration(experiment):
     names = [p.name for p in experiment.parts]
-    assert names == ["W", "X", "B", "scaling", "W_seeds", "X_seeds"]
+    assert names == ["W", "X", "B", "scaling", "W_switch", "W_seeds", "X_seeds"]
     assert [p.name for p in experiment.select()] == ["W", "B", "scaling"]  # X opt-in (#36)
+    assert experiment.part("W_switch").full.world == "switching"
     assert experiment.part("W").full.epochs < experiment.part("W_seeds").full.epochs == 20
     # #36: the default W takes >= 1,000 optimiser steps (1-s stride, 70 % of 600 s, batch 8)
     w = experiment.part("W").full
@@ -70,3 +71,11 @@ def test_scaling_quick(experiment):
     # wall-clock timing on a shared machine: the structure is tested, the verdict reported
     assert math.isfinite(claim.measured) and claim.bar == "≤ 2.15"
     assert outcome.result.figures
+
+
+def test_part_w_switch_quick(experiment):
+    outcome = run_part(experiment, "W_switch", quick=True)
+    _ok(outcome)
+    claims = outcome.claims_by_name()
+    assert "W_switch: RMSE(EpiTwin) / RMSE(ridge with lags)" in claims
+    assert all(name.startswith("W_switch: ") for name in claims)

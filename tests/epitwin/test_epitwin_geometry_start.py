@@ -48,3 +48,22 @@ def test_readout_fits_minus_two_log_d_and_lambda_start():
     assert float((beta - target).abs().max()) < 0.5
     assert torch.allclose(att.lam, torch.full((2,), LAMBDA_F0))
     assert 10.0 <= LAMBDA_F0 <= 20.0
+
+
+def test_switching_world_keeps_the_spec_draws_and_gates_by_state():
+    X0, m0, i0 = make_synthetic_seeg(0, 0, 20.0, n_shafts=4)
+    Xs, ms, i_s = make_synthetic_seeg(0, 0, 20.0, n_shafts=4, world="spec")
+    np.testing.assert_array_equal(X0, Xs)  # the default world is unchanged
+    X1, m1, i1 = make_synthetic_seeg(0, 0, 20.0, n_shafts=4, world="switching")
+    np.testing.assert_array_equal(m0.pos, m1.pos)
+    np.testing.assert_array_equal(i0["state"], i1["state"])
+    assert not np.allclose(X0, X1)
+    # each hemisphere's sources are louder in their own state
+    left = i1["source_pos"][:, 0] < 0
+    S, st = i1["sources"], i1["state"]
+    if (st == 0).any() and (st == 1).any():
+        ratio = S[:, st == 0].std(1) / S[:, st == 1].std(1)
+        assert np.all(ratio[left] > 1.5) and np.all(ratio[~left] < 1 / 1.5)
+    import pytest
+    with pytest.raises(ValueError, match="world"):
+        make_synthetic_seeg(0, 0, 4.0, n_shafts=2, world="other")

@@ -228,10 +228,20 @@ def _implant(rng, n_shafts: int, q: np.ndarray, region: np.ndarray) -> SEEGMonta
     return SEEGMontage(pos, np.array(shaft), np.array(index), region[near], tissue)
 
 
+# #36, pre-registered second world (a Resolution, not from the paper): in the "switching" world
+# the network state also gates which hemisphere's sources drive the contacts: in state 0 the
+# sources with x < 0 keep amplitude 1 and those with x >= 0 are scaled by SWITCH_LOW_GAIN, in
+# state 1 the reverse. The best linear map from observed to hidden contacts then differs between
+# states, so the map is non-linear in the observed contacts (a state-dependent mixture). The
+# value 0.2 was fixed before any run on this world.
+SWITCH_LOW_GAIN = 0.2
+WORLDS = ("spec", "switching")
+
+
 def make_synthetic_seeg(brain_seed: int = 0, patient_seed: int = 0, duration_s: float = 600.0,
                         fs: float = 256.0, n_shafts: int = 10, n_sources: int = 24,
                         local_noise: float = 0.3, white_noise: float = 0.05,
-                        as_raw: bool = False):
+                        as_raw: bool = False, world: str = "spec"):
     """A synthetic sEEG patient with ground truth at every contact.
 
     Generative process (a Resolution, not from the paper): an ellipsoidal brain (semi-axes
@@ -259,6 +269,11 @@ def make_synthetic_seeg(brain_seed: int = 0, patient_seed: int = 0, duration_s: 
     as_raw : bool
         Return an :class:`mne.io.RawArray` (``seeg`` channels in volts, contact positions in a
         ``mni_tal`` montage) and ``info`` instead of ``(X, montage, info)``.
+    world : {"spec", "switching"}
+        ``"spec"``: the process above. ``"switching"`` (#36, pre-registered): additionally the
+        network state gates the hemispheres' source amplitudes (the active hemisphere's sources
+        at 1, the other's at ``SWITCH_LOW_GAIN``), so the observed-to-hidden map depends on the
+        state. Same random draws as ``"spec"`` (same montage, rhythms and states).
 
     Returns
     -------
@@ -281,6 +296,8 @@ def make_synthetic_seeg(brain_seed: int = 0, patient_seed: int = 0, duration_s: 
     n_sources = check_int(n_sources, "n_sources", min_value=2)
     fs = check_scalar_in(fs, "fs", low=1.0)
     duration_s = check_scalar_in(duration_s, "duration_s", low=0.0)
+    if world not in WORLDS:
+        raise ValueError(f"world must be one of {WORLDS}, got {world!r}")
     T = int(round(duration_s * fs))
     if T < 16:
         raise ValueError(f"duration_s * fs must give at least 16 samples, got {T}")
@@ -327,6 +344,10 @@ def make_synthetic_seeg(brain_seed: int = 0, patient_seed: int = 0, duration_s: 
                 lo, hi = max(start, 0), min(start + len(template), T)
                 if hi > lo:
                     sources[k, lo:hi] += w * template[lo - start:hi - start]
+    if world == "switching":  # state-dependent gains: no random draw, the 'spec' stream is kept
+        left = brain["q"][:, 0] < 0
+        active = np.where(state[None] == 0, left[:, None], ~left[:, None])
+        sources = sources * np.where(active, 1.0, SWITCH_LOW_GAIN)
     sources /= sources.std(axis=1, keepdims=True)
     # 6. volume conduction + local noise
     r = np.linalg.norm(montage.pos[:, None] - brain["q"][None], axis=-1)
