@@ -9,6 +9,13 @@ Parts:
   ablations.
 * ``scaling``: local-epoch time against |E| (Chebyshev energy path forced) and the server step
   against the number of clients M, as log-log slopes.
+* ``grid`` (opt-in): the pre-registered β_elbo x λ_sem grid on the validation split of dev seed
+  ``DEV_SEED`` (issue #37); the chosen values are FedSSAConfig's defaults.
+* ``ablation`` (opt-in, report): FedSSA against its variants (own-space clustering, no alignment,
+  no ELBO, oracle semantic clusters, N(0, I) prior) and FedAvg.
+
+Protocol since issue #37: 50 rounds of 5 local steps for every method, class-conditional prior,
+clustering in the initial encoder's common latent space.
 """
 
 from __future__ import annotations
@@ -528,7 +535,7 @@ register(Experiment(
              description="dual heterogeneity: FedSSA vs Local/FedAvg/FedProx/FedPer/GCFL-lite (acceptance)"),
         Part(name="ablation", run=run_dual, summarize=summarize_ablation, tasks=ablation_tasks,
              quick=dataclasses.replace(QUICK, methods=ABLATION_TAIL), full=FederationConfig(methods=ABLATION_TAIL),
-             seeds=(0, 1, 2), quick_seeds=(0,), default=False,
+             seeds=(0, 1, 2, 3, 4), quick_seeds=(0,), default=False,
              description="what each piece buys: own-space clustering, no alignment, no ELBO, oracle "
                          "clusters, N(0, I) prior (report, opt-in)"),
         Part(name="grid", run=run_grid, summarize=summarize_grid, tasks=grid_tasks,
