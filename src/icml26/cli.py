@@ -175,8 +175,12 @@ def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
     if led is None:
         return Text("not recorded", style="dim"), Text("")
     n = ledger.counts(led)
-    verdict = Text(ledger.verdict_text(led),
-                   style="green" if n["PASS"] == n["total"] else "yellow")
+    text = f"{n['PASS']}/{n['total']}" + (" pass" if n["PASS"] == n["total"] else "")
+    if n["FAIL"]:     # compact, so a row fits 80 columns: "17/20, 3 fail, 1 inc."
+        text += f", {n['FAIL']} fail"
+    if n["INCOMPLETE"]:
+        text += f", {n['INCOMPLETE']} inc."
+    verdict = Text(text, style="green" if n["PASS"] == n["total"] else "yellow")
     if (entry.get("ledger") or {}).get("current") is False:
         return verdict, Text("stale", style="bold yellow")
     return verdict, Text(ledger.recorded_date(led))
