@@ -726,9 +726,8 @@ def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.9
         raise ValueError("reference_ce and path_ce have 1 token; a bootstrap interval needs at least 2")
     check_int(n_boot, "n_boot", min_value=1)
     check_scalar_in(level, "level", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    from icml26.core.stats import bootstrap_mean_interval
+
     diff = ref - new
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, diff.size, size=(n_boot, diff.size))].mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    return {"gain": float(diff.mean()), "low": float(np.quantile(means, tail)),
-            "high": float(np.quantile(means, 1.0 - tail)), "n_tokens": int(diff.size)}
+    low, high = bootstrap_mean_interval(diff, level=level, n_boot=n_boot, seed=seed)
+    return {"gain": float(diff.mean()), "low": low, "high": high, "n_tokens": int(diff.size)}

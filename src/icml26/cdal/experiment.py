@@ -171,14 +171,11 @@ def _monotone_claim(frame: pd.DataFrame, prefix: str) -> Claim:
 
 def bootstrap_mean_interval(values, level: float = CI_LEVEL, n_boot: int = N_BOOT,
                             seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (resampling them with replacement)."""
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
+    """Percentile bootstrap interval of the mean of ``values`` (:func:`icml26.core.stats.
+    bootstrap_mean_interval` with part A's level and resample count)."""
+    from icml26.core.stats import bootstrap_mean_interval as interval
+
+    return interval(values, level=level, n_boot=n_boot, seed=seed)
 
 
 def _per_seed(frame: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -118,3 +118,47 @@ def best_seconds(fn, repeats: int = 5, min_seconds: float = 0.02, clock: str = "
             fn()
         times.append((now() - start) / number)
     return min(times)
+
+
+def sign_test(diffs: Iterable[float]) -> dict:
+    """One-sided exact sign test of paired differences (H1: more positive than negative).
+
+    Zeros are ties and left out of the binomial test; NaN counts as neither.
+
+    Returns
+    -------
+    dict with ``wins`` (> 0), ``losses`` (< 0), ``ties`` (== 0) and ``p`` (1.0 with no
+    non-zero pair).
+
+    Examples
+    --------
+    >>> out = sign_test([0.5, 1.0, 0.2, 0.0, 2.0, 0.1])
+    >>> out["wins"], out["losses"], out["ties"], round(out["p"], 4)
+    (5, 0, 1, 0.0312)
+    """
+    from scipy.stats import binomtest
+
+    d = np.asarray(diffs, dtype=float)
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    p = float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue) if wins + losses else 1.0
+    return {"wins": wins, "losses": losses, "ties": int((d == 0).sum()), "p": p}
+
+
+def bootstrap_mean_interval(values: Iterable[float], level: float = 0.95, n_boot: int = 2000,
+                            seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (resampled with replacement);
+    ``(nan, nan)`` for no values.
+
+    Examples
+    --------
+    >>> bootstrap_mean_interval([2.0, 2.0, 2.0])
+    (2.0, 2.0)
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
+

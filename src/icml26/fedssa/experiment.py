@@ -167,12 +167,12 @@ def _scores(jobs) -> pd.DataFrame:
 
 def sign_test(margins) -> tuple[int, int, float]:
     """(wins, non-zero pairs, one-sided sign-test p for "more positive than negative margins")."""
-    from scipy.stats import binomtest
+    from icml26.core.stats import sign_test as _sign_test
+
     margins = np.asarray(margins, dtype=float)
-    margins = margins[np.isfinite(margins)]
-    wins, n = int((margins > 0).sum()), int((margins != 0).sum())
-    p = float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else float("nan")
-    return wins, n, p
+    out = _sign_test(margins[np.isfinite(margins)])
+    n = out["wins"] + out["losses"]
+    return out["wins"], n, out["p"] if n else float("nan")
 
 
 def paired_table(scores: pd.DataFrame, reference: str = "fedssa") -> pd.DataFrame:

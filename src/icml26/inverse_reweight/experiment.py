@@ -100,13 +100,14 @@ def paired_gain(diffs, confidence: float = 0.95) -> dict:
     >>> out["wins"], round(out["p_one_sided"], 4), round(out["mean"], 2)
     (5, 0.0312, 1.2)
     """
-    from scipy.stats import binomtest, t
+    from scipy.stats import t
+
+    from icml26.core.stats import sign_test
 
     d = np.asarray(diffs, dtype=float)
     n = d.size
-    wins, losses = int(np.sum(d > 0)), int(np.sum(d < 0))
-    p = float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue) \
-        if wins + losses else 1.0
+    test = sign_test(d)
+    wins, losses, p = test["wins"], test["losses"], test["p"]
     mean = float(d.mean()) if n else float("nan")
     if n > 1:
         half = float(t.ppf(0.5 + confidence / 2, n - 1) * d.std(ddof=1) / np.sqrt(n))

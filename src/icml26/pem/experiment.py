@@ -120,13 +120,12 @@ def _records(jobs) -> pd.DataFrame:
 
 def sign_test(a, b) -> dict:
     """Paired one-sided exact sign test that ``a`` is lower than ``b`` (ties dropped)."""
-    from scipy.stats import binomtest
+    from icml26.core.stats import sign_test as _sign_test
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    wins, losses = int(np.sum(a < b)), int(np.sum(a > b))
-    n = wins + losses
-    p = float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else 1.0
-    return {"wins": wins, "losses": losses, "ties": int(a.size - n), "p_one_sided": p}
+    out = _sign_test(b - a)
+    return {"wins": out["wins"], "losses": out["losses"],
+            "ties": int(a.size - out["wins"] - out["losses"]), "p_one_sided": out["p"]}
 
 
 def pairwise(frame: pd.DataFrame, a: str, b: str) -> dict:

@@ -45,7 +45,7 @@ from scipy.stats import spearmanr  # noqa: E402
 from icml26.core.cache import cache_root, cached_json  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.validation import check_choice  # noqa: E402
-from icml26.core.stats import format_mean_std, loglog_slope, summary_table  # noqa: E402
+from icml26.core.stats import format_mean_std, loglog_slope, sign_test, summary_table  # noqa: E402
 
 from .baselines import shuffle_within_clouds  # noqa: E402
 from .chr import GATE_QUANTILES, CurvatureHyperbolicRectifier  # noqa: E402
@@ -252,16 +252,6 @@ def _frame(jobs) -> pd.DataFrame:
         m = {k: v for k, v in j.metrics.items() if not k.startswith("example_") and k != "train_loss"}
         rows.append(dict(m, seed=j.seed, method=_row_name(j.metrics)))
     return pd.DataFrame(rows)
-
-
-def sign_test(diffs) -> dict:
-    """One-sided sign test of paired differences (H1: positive): wins, losses, ties, p-value."""
-    from scipy.stats import binomtest
-
-    diffs = np.asarray(diffs, dtype=float)
-    wins, losses = int((diffs > 0).sum()), int((diffs < 0).sum())
-    p = float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue) if wins + losses else 1.0
-    return {"wins": wins, "losses": losses, "ties": int((diffs == 0).sum()), "p": p}
 
 
 def _paired(frame: pd.DataFrame, dataset: str, a: str, b: str) -> tuple[float, list, bool]:
