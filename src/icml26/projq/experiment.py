@@ -8,10 +8,14 @@ E1 (default)
     calibration 32 × 256 tokens of stdlib docstrings, held-out 8 × 256 tokens of pydoc topics.
 E1-all (opt-in)
     The same on all 30 blocks (210 matrices); per-block results are cached, so it resumes.
-E2 (default)
+E2 (default; the char-level toy, kept as a smoke part)
     End-to-end: a char-level Llama pretrained locally on docstrings, every block linear
     quantized at b ∈ {2, 3, 4}; compensation CE (no training) and CE after LoRA fine-tuning on
     pydoc topics for RTN+LoRA0, GPTQ+LoRA0, GPTQ+EoRA, LoftQ, ProjQ+lordq and QLoRA-NF4.
+E2-smollm2 (opt-in, resumable)
+    The same on SmolLM2-135M: the last 2 blocks quantized at b ∈ {2, 3}, compensated, LoRA
+    fine-tuned; first a positive control (2-bit RTN/GPTQ must raise held-out CE by ≥ 0.2 nats).
+    See :mod:`icml26.projq.e2_smollm2`.
 scaling (default)
     ProjQ and GPTQ time vs layer width (log-log slope), their ratio, and independence of the
     token count once the Gram matrix is formed.
@@ -41,6 +45,7 @@ from icml26.core.cache import atomic_file, atomic_folder, cache_root
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import format_mean_std, loglog_slope
 from icml26.projq.data import synthetic_layer
+from icml26.projq.e2_smollm2 import SmolE2Config, e2_smollm2_tasks, run_e2_smollm2, summarize_e2_smollm2
 from icml26.projq.model import NF4_BLOCK, quantize_model, to_peft_lora
 from icml26.projq.projq import ProjQ, loftq_init, residual_profile_from_sqrt
 from icml26.projq.quant import ActivationStats, GroupQuantizer, _gptq, rtn_quantize
@@ -671,6 +676,10 @@ E2_QUICK = EndToEndConfig(hidden=64, layers=1, heads=2, intermediate=128, seq_le
                           finetune_steps=3, finetune_batch=2, methods=("gptq", "gptq_eora", "projq", "nf4"),
                           finetune_methods_4bit=("gptq",))
 E2_FULL = EndToEndConfig()
+E2S_QUICK = SmolE2Config(model="tiny", tail_blocks=1, tiny_layers=2, tiny_hidden=64, group_size=32, rank=4,
+                         seq_len=32, calib_rows=8, train_rows=8, eval_rows=4, steps=3, batch=2, max_iter=2,
+                         cache=False)
+E2S_FULL = SmolE2Config()
 SCALING_QUICK = ScalingConfig(widths=(64, 128), token_counts=(512, 2048), token_width=64, repeats=1)
 SCALING_FULL = ScalingConfig()
 
@@ -690,6 +699,10 @@ EXPERIMENT = register(Experiment(
         Part(name="E1-all", run=run_layerwise, summarize=functools.partial(summarize_layerwise, label="E1-all"),
              tasks=layerwise_tasks, quick=E1_QUICK, full=E1_ALL, seeds=(0,), quick_seeds=(0,), default=False,
              description="E1 on all 30 blocks (210 matrices; opt-in, ~1 CPU-hour, resumable)"),
+        Part(name="E2-smollm2", run=run_e2_smollm2, summarize=summarize_e2_smollm2, tasks=e2_smollm2_tasks,
+             quick=E2S_QUICK, full=E2S_FULL, seeds=(0, 1, 2), quick_seeds=(0,), default=False,
+             description="E2 on SmolLM2-135M: last 2 blocks quantized (2/3 bits, 5 methods), compensated, "
+                         "LoRA-fine-tuned 200 steps; positive control + paired CE (opt-in, resumable)"),
     ],
     claims=["ProjQ lowers the uncorrectable (rank-r) residual of PTQ", "lower compensation loss",
             "3-bit ProjQ matches 4-bit baselines after LoRA"],

@@ -102,12 +102,30 @@ def target_linears(model: torch.nn.Module, modules=None) -> dict:
 
 
 @torch.no_grad()
-def collect_stats(model: torch.nn.Module, input_ids: torch.Tensor, layers: dict, batch_size: int = 8) -> dict:
-    """One forward pass over ``input_ids`` collecting :class:`ActivationStats` of each layer by hooks."""
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype != torch.long or input_ids.ndim != 2:
-        raise ValueError("calib_ids must be a 2-D LongTensor of shape (rows, tokens)")
-    if input_ids.numel() == 0:
-        raise ValueError("calib_ids is empty")
+def collect_stats(model: torch.nn.Module, input_ids: torch.Tensor | None, layers: dict, batch_size: int = 8,
+                  inputs_embeds: torch.Tensor | None = None) -> dict:
+    """One forward pass over ``input_ids`` collecting :class:`ActivationStats` of each layer by hooks.
+
+    With ``inputs_embeds`` (rows × tokens × width, float) the model is fed those hidden states
+    instead of token ids (``model(inputs_embeds=...)``; e.g. the cached input of a tail of blocks).
+    """
+    if inputs_embeds is not None:
+        if input_ids is not None:
+            raise ValueError("give calib_ids or inputs_embeds, not both")
+        if (not isinstance(inputs_embeds, torch.Tensor) or not inputs_embeds.is_floating_point()
+                or inputs_embeds.ndim != 3):
+            raise ValueError("inputs_embeds must be a 3-D float tensor of shape (rows, tokens, width)")
+        if inputs_embeds.numel() == 0:
+            raise ValueError("inputs_embeds is empty")
+        if not torch.isfinite(inputs_embeds).all():
+            raise ValueError("inputs_embeds contains NaN or infinity")
+        feed, key = inputs_embeds, "inputs_embeds"
+    else:
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype != torch.long or input_ids.ndim != 2:
+            raise ValueError("calib_ids must be a 2-D LongTensor of shape (rows, tokens)")
+        if input_ids.numel() == 0:
+            raise ValueError("calib_ids is empty")
+        feed, key = input_ids, "input_ids"
     check_int(batch_size, "batch_size", min_value=1)
     stats, handles = {}, []
     try:
@@ -116,8 +134,8 @@ def collect_stats(model: torch.nn.Module, input_ids: torch.Tensor, layers: dict,
             handles.append(handle)
         was_training = model.training
         model.eval()
-        for start in range(0, input_ids.shape[0], batch_size):
-            model(input_ids[start:start + batch_size])
+        for start in range(0, feed.shape[0], batch_size):
+            model(**{key: feed[start:start + batch_size]})
         model.train(was_training)
     finally:
         for handle in handles:
@@ -128,7 +146,8 @@ def collect_stats(model: torch.nn.Module, input_ids: torch.Tensor, layers: dict,
 def quantize_model(model: torch.nn.Module, calib_ids: torch.Tensor, method: str = "projq", bits: int = 2,
                    group_size: int = 128, rank: int = 64, comp_rank: int | None = None, modules=None,
                    short_last_group: bool = False, max_iter: int = 5, tol: float = 0.02, damp: float = 0.1,
-                   loftq_iter: int = 5, batch_size: int = 8, seed: int = 0) -> QuantizedModelReport:
+                   loftq_iter: int = 5, batch_size: int = 8, seed: int = 0,
+                   calib_embeds: torch.Tensor | None = None) -> QuantizedModelReport:
     """Quantize every target linear layer of ``model`` in place with ``method``.
 
     Inputs of all layers are collected from the full-precision model in one pass (no sequential
@@ -138,8 +157,8 @@ def quantize_model(model: torch.nn.Module, calib_ids: torch.Tensor, method: str 
     ----------
     model : torch.nn.Module
         E.g. a Hugging Face ``LlamaForCausalLM``; modified in place.
-    calib_ids : LongTensor (rows, tokens)
-        Calibration token blocks.
+    calib_ids : LongTensor (rows, tokens) or None
+        Calibration token blocks (None when ``calib_embeds`` is given).
     method : {"projq", "gptq", "gptq_eora", "rtn", "loftq", "nf4"}
     bits, group_size : int
         Quantizer (``nf4`` always uses 4 bits and blocks of 64).
@@ -157,6 +176,9 @@ def quantize_model(model: torch.nn.Module, calib_ids: torch.Tensor, method: str 
         Rows per forward pass while collecting statistics.
     seed : int
         Seed of any randomized step.
+    calib_embeds : float Tensor (rows, tokens, width), optional
+        Calibration hidden states fed as ``model(inputs_embeds=...)`` instead of ``calib_ids``
+        (a tail of blocks whose input was computed once by the full-precision prefix).
 
     Returns
     -------
@@ -189,9 +211,14 @@ def quantize_model(model: torch.nn.Module, calib_ids: torch.Tensor, method: str 
     for module in layers.values():
         quantizer.group_width(module.in_features)
     needs_stats = method in ("projq", "gptq", "gptq_eora")
-    stats = collect_stats(model, calib_ids, layers, batch_size) if needs_stats else {}
+    if calib_embeds is not None and calib_ids is not None:
+        raise ValueError("give calib_ids or calib_embeds, not both")
+    if calib_embeds is None and calib_ids is None:
+        raise ValueError("calib_ids is required (or calib_embeds)")
+    stats = collect_stats(model, calib_ids, layers, batch_size, inputs_embeds=calib_embeds) if needs_stats else {}
+    calib = calib_ids if calib_embeds is None else calib_embeds[..., 0]
     report = QuantizedModelReport(method, 4 if method == "nf4" else bits, NF4_BLOCK if method == "nf4"
-                                  else group_size, rank, comp_rank, calibration_tokens=int(calib_ids.numel()))
+                                  else group_size, rank, comp_rank, calibration_tokens=int(calib.numel()))
     for name, module in layers.items():
         start = time.perf_counter()
         W = module.weight.detach().to(torch.float32)
