@@ -206,3 +206,27 @@ def test_positive_control_gates_the_comparison_claims(delta, powered):
     if not powered:
         assert "positive control failed" in comp.note
     assert np.isfinite(result.tables["E2-smollm2 cross-entropy"]["fine-tuned − fp+LoRA"]).all()
+
+
+@pytest.mark.parametrize("method", ["gptq_eora", "loftq", "rtn"])
+def test_cached_compensation_ce_equals_the_peft_model_at_initialisation(method):
+    """The compensation CE stored with the quantized weights (Ŵ + BA merged) is the CE of the PEFT
+    model that fine-tuning starts from."""
+    from icml26.projq.e2_smollm2 import load_model, quantized_tail, reference
+    from icml26.projq.model import LayerReport, QuantizedModelReport, to_peft_lora
+
+    config = E2S_QUICK
+    model, tokenizer, fingerprint = load_model(config)
+    ref = reference(config, model, tokenizer, fingerprint)
+    tail = tail_model(model, config.tail_blocks)
+    q = quantized_tail(config, tail, ref, method, 2, fingerprint)
+    named = dict(tail.named_modules())
+    layers = {}
+    with torch.no_grad():
+        for n in tail_linears(tail):
+            named[n].weight.copy_(q[f"{n}.W_hat"])
+            layers[n] = LayerReport(n, tuple(named[n].weight.shape), q.get(f"{n}.A"), q.get(f"{n}.B"))
+    peft_model = to_peft_lora(tail, QuantizedModelReport(method, 2, config.group_size, config.rank, config.rank,
+                                                         layers), lora_alpha=config.lora_alpha)
+    torch.testing.assert_close(rows_ce(peft_model, ref["eval_doc_h"], ref["eval_doc_ids"]), q["comp_eval_doc"],
+                               atol=1e-5, rtol=1e-5)
