@@ -19,9 +19,14 @@ def _ok(outcome):
 
 def test_registration(experiment):
     names = [p.name for p in experiment.parts]
-    assert names == ["W", "X", "B", "scaling", "W_switch", "W_seeds", "X_seeds"]
+    assert names == ["W", "X", "B", "scaling", "W_switch", "W_route", "W_seeds", "X_seeds"]
     assert [p.name for p in experiment.select()] == ["W", "B", "scaling"]  # X opt-in (#36)
     assert experiment.part("W_switch").full.world == "switching"
+    route = experiment.part("W_route").full
+    assert route.world == "routing" and route.methods == ("epitwin", "linear")
+    w = experiment.part("W").full
+    assert (route.train_stride, route.epochs, route.duration_s) == (w.train_stride, w.epochs,
+                                                                    w.duration_s)
     assert experiment.part("W").full.epochs < experiment.part("W_seeds").full.epochs == 20
     # #36: the default W takes >= 1,000 optimiser steps (1-s stride, 70 % of 600 s, batch 8)
     w = experiment.part("W").full
@@ -79,3 +84,19 @@ def test_part_w_switch_quick(experiment):
     claims = outcome.claims_by_name()
     assert "W_switch: RMSE(EpiTwin) / RMSE(ridge with lags)" in claims
     assert all(name.startswith("W_switch: ") for name in claims)
+
+
+def test_part_w_route_quick(experiment):
+    outcome = run_part(experiment, "W_route", quick=True)
+    _ok(outcome)
+    claims = outcome.claims_by_name()
+    assert set(claims) == {"W_route: positive control: RMSE(ridge per true state) / RMSE(ridge)",
+                           "W_route: RMSE(EpiTwin) / RMSE(IDW)"}
+    for c in claims.values():
+        assert math.isfinite(float(c.measured)), c.name
+    tables = outcome.result.tables
+    metrics = tables["W_route: leave-one-shaft-out metrics (z-units)"]
+    assert {"epitwin", "idw", "ridge", "ridge_oracle", "ridge_inferred"} <= set(metrics["method"])
+    paired = tables["W_route: paired comparisons (ratio, window bootstrap, sign test over shafts)"]
+    assert ("epitwin", "ridge_oracle") in set(zip(paired["A"], paired["B"]))
+    assert (paired["shafts A better"] + paired["shafts A worse"] <= 4).all()

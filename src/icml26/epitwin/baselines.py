@@ -19,7 +19,8 @@ from icml26.core.validation import check_scalar_in
 from .estimator import BaseReconstructor
 from .spatial import idw_weights
 
-__all__ = ["IDWReconstructor", "RidgeReconstructor", "lagged", "mne_interpolate"]
+__all__ = ["IDWReconstructor", "RidgeReconstructor", "lagged", "mne_interpolate",
+           "StateRidgeReconstructor", "InferredStateRidge", "band_log_power"]
 
 
 class IDWReconstructor(BaseReconstructor):
@@ -172,3 +173,166 @@ def mne_interpolate(X, montage, bad_contacts, fs: float = 256.0, method: str | N
                                f"positions (IndexError in _find_seeg_electrode_shaft: {exc})") from exc
         out[contacts] = raw.get_data() / 1e-4
     return out
+
+
+# -- #36: state-gated ridge (the routing world's positive control and a learnable baseline) ---
+
+def _state_gram(Z: np.ndarray, labels: np.ndarray, lags, n_states: int) -> list:
+    """Gram matrices of the lagged contacts over the samples of each state.
+
+    ``Z`` (W, N, T) standardised windows, ``labels`` (W, T) ints in [0, n_states)."""
+    n_feat = Z.shape[1] * len(lags)
+    grams = [np.zeros((n_feat, n_feat)) for _ in range(n_states)]
+    counts = np.zeros(n_states, dtype=np.int64)
+    for i in range(0, len(Z), 16):
+        A = lagged(Z[i:i + 16].astype(np.float64), lags).transpose(1, 0, 2).reshape(n_feat, -1)
+        lab = labels[i:i + 16].reshape(-1)
+        for s in range(n_states):
+            on = lab == s
+            if on.any():
+                As = A[:, on]
+                grams[s] += As @ As.T
+                counts[s] += int(on.sum())
+    return grams, counts
+
+
+class StateRidgeReconstructor:
+    """Ridge with lags fitted separately for each network state (a Resolution, #36).
+
+    Given per-sample state labels, each state gets its own ridge map (the Gram of the lagged
+    contacts over that state's samples, exact solve per mask as :class:`RidgeReconstructor`);
+    ``predict`` applies, sample by sample, the map of the given label. Given the **true** state
+    it is the routing world's positive control (*state oracle*: the best a model that knew the
+    state could do with a linear map per state); with ``n_states=1`` it is global ridge computed
+    by the same code. Works on standardised windows (the protocols z-score the data first).
+
+    Examples
+    --------
+    >>> from icml26.epitwin import make_synthetic_seeg, windows
+    >>> X, montage, info = make_synthetic_seeg(duration_s=20, n_shafts=3, world="routing")
+    >>> Z, S = windows(X, 512, 512), windows(info["state"][None].astype(float), 512, 512)[:, 0]
+    >>> oracle = StateRidgeReconstructor().fit(Z, montage, S.astype(int))
+    >>> oracle.predict(Z, montage, [1], S.astype(int)).shape == Z.shape
+    True
+    """
+
+    def __init__(self, lags=(-4, -2, 0, 2, 4), alpha: float = 1e-3, n_states: int = 2):
+        self.lags, self.alpha, self.n_states = lags, alpha, n_states
+
+    def _labels(self, labels, Z):
+        if labels is None:
+            if self.n_states != 1:
+                raise ValueError("labels (W, T) are required when n_states > 1")
+            return np.zeros((Z.shape[0], Z.shape[2]), dtype=np.int64)
+        labels = np.asarray(labels)
+        if labels.size == 0:
+            raise ValueError("labels must not be empty (no windows)")
+        if labels.ndim == 1 and labels.shape[0] == Z.shape[0]:  # one label per window
+            labels = np.repeat(labels[:, None], Z.shape[2], axis=1)
+        if labels.shape != (Z.shape[0], Z.shape[2]):
+            raise ValueError(f"labels must have shape (W, T) = {(Z.shape[0], Z.shape[2])} or (W,), "
+                             f"got {labels.shape}")
+        if labels.min() < 0 or labels.max() >= self.n_states:
+            raise ValueError(f"labels must lie in [0, {self.n_states - 1}]")
+        return labels.astype(np.int64)
+
+    def fit(self, Z, montage, labels=None):
+        """``Z`` (W, N, T) standardised training windows, ``labels`` (W, T) or (W,) states."""
+        Z = np.asarray(Z)
+        if Z.ndim != 3 or Z.shape[1] != montage.n_contacts:
+            raise ValueError(f"Z must be (W, {montage.n_contacts}, T), got {Z.shape}")
+        if 0 not in tuple(self.lags):
+            raise ValueError(f"lags must contain 0, got {self.lags}")
+        labels = self._labels(labels, Z)
+        grams, counts = _state_gram(Z, labels, self.lags, self.n_states)
+        self.ridges_ = []
+        for G, n in zip(grams, counts):
+            r = RidgeReconstructor(lags=self.lags, alpha=self.alpha)
+            r.gram_, r.n_samples_, r.key_, r._solved = G, max(int(n), 1), r._key(montage), {}
+            self.ridges_.append(r)
+        self.counts_ = counts
+        return self
+
+    def predict(self, Z, montage, masked_shafts, labels=None) -> np.ndarray:
+        """``Z`` with the contacts of ``masked_shafts`` replaced, sample by sample, by the
+        prediction of the map of that sample's label."""
+        Z = np.asarray(Z)
+        labels = self._labels(labels, Z)
+        mask = montage.mask_for(masked_shafts)
+        out = np.array(Z, dtype=np.float64, copy=True)
+        out[:, mask] = 0.0
+        for s, r in enumerate(self.ridges_):
+            if not (labels == s).any():
+                continue
+            Y = r._reconstruct(Z, mask, montage)[:, mask]
+            out[:, mask] += Y * (labels[:, None, :] == s)
+        return out.astype(Z.dtype)
+
+
+def band_log_power(Z: np.ndarray, fs: float, bands=((1, 4), (4, 8), (8, 13), (13, 30), (30, 80))):
+    """Log mean power of each contact in each band per window: (W, N, n_bands)."""
+    f = np.fft.rfftfreq(Z.shape[-1], 1.0 / fs)
+    P = np.abs(np.fft.rfft(Z.astype(np.float64), axis=-1)) ** 2
+    return np.stack([np.log(P[..., (f >= lo) & (f < hi)].mean(-1) + 1e-12) for lo, hi in bands], -1)
+
+
+class InferredStateRidge:
+    """Ridge gated by a state inferred from the contacts' own band power (a Resolution, #36;
+    the routing world's non-oracle, non-linear baseline: no true state is used anywhere).
+
+    Training (every contact recorded): the windows' log band powers of all contacts are
+    standardised, their first principal component is split by 2-means into two clusters, and a
+    :class:`StateRidgeReconstructor` is fitted with the cluster of each window as its label.
+    Prediction of a masked shaft: the window's cluster is inferred from the *observed*
+    contacts' band powers only (logistic regression fitted on the training windows' observed
+    contacts to the training clusters), then that cluster's ridge map is applied.
+    """
+
+    def __init__(self, lags=(-4, -2, 0, 2, 4), alpha: float = 1e-3, fs: float = 256.0,
+                 C: float = 1.0):
+        self.lags, self.alpha, self.fs, self.C = lags, alpha, fs, C
+
+    def fit(self, Z, montage):
+        Z = np.asarray(Z)
+        feats = band_log_power(Z, self.fs).reshape(len(Z), -1)
+        self.mu_, self.sd_ = feats.mean(0), feats.std(0) + 1e-9
+        F = (feats - self.mu_) / self.sd_
+        _, _, vt = np.linalg.svd(F - F.mean(0), full_matrices=False)
+        pc = F @ vt[0]
+        lo, hi = np.quantile(pc, 0.25), np.quantile(pc, 0.75)  # 2-means on the 1-D projection
+        for _ in range(100):
+            lab = (np.abs(pc - hi) < np.abs(pc - lo)).astype(np.int64)
+            if lab.min() == lab.max():
+                break
+            new_lo, new_hi = pc[lab == 0].mean(), pc[lab == 1].mean()
+            if np.isclose(new_lo, lo) and np.isclose(new_hi, hi):
+                break
+            lo, hi = new_lo, new_hi
+        self.train_clusters_ = lab
+        self.feats_ = F.reshape(len(Z), montage.n_contacts, -1)
+        self.ridge_ = StateRidgeReconstructor(self.lags, self.alpha, n_states=2).fit(Z, montage, lab)
+        self._classifiers = {}
+        return self
+
+    def infer(self, Z, montage, masked_shafts) -> np.ndarray:
+        """The cluster (0/1) of each window of ``Z`` from its observed contacts only."""
+        from sklearn.linear_model import LogisticRegression
+
+        mask = montage.mask_for(masked_shafts)
+        key = mask.tobytes()
+        if key not in self._classifiers:
+            y = self.train_clusters_
+            if y.min() == y.max():
+                self._classifiers[key] = int(y[0])
+            else:
+                clf = LogisticRegression(C=self.C, max_iter=2000)
+                self._classifiers[key] = clf.fit(self.feats_[:, ~mask].reshape(len(y), -1), y)
+        clf = self._classifiers[key]
+        if isinstance(clf, int):
+            return np.full(len(Z), clf, dtype=np.int64)
+        F = (band_log_power(np.asarray(Z), self.fs).reshape(len(Z), -1) - self.mu_) / self.sd_
+        F = F.reshape(len(Z), montage.n_contacts, -1)[:, ~mask].reshape(len(Z), -1)
+        return clf.predict(F).astype(np.int64)
+
+    def predict(self, Z, montage, masked_shafts) -> np.ndarray:
+        return self.ridge_.predict(Z, montage, masked_shafts, self.infer(Z, montage, masked_shafts))
