@@ -12,6 +12,10 @@ Parts
 ``B``  properties (permutation equivariance, masked inputs ignored, Laplacian PE vs eigh, RBF bias
        monotone, discriminator lengths).
 ``scaling``  forward time against the number of contacts N and the window length T.
+``W_switch`` (opt-in, #36)  W on the pre-registered 'switching' world (state-gated hemispheres).
+``W_route`` (opt-in, #36)  W on the 'routing' world (the state switches which source drives each
+       shaft's confined local field): EpiTwin vs IDW, ridge, ridge per true state (the positive
+       control) and ridge per state inferred from band power, paired over windows and shafts.
 ``W_seeds``, ``X_seeds`` (opt-in)  the protocols at the spec's 20 epochs and 3 training seeds.
 """
 
@@ -311,7 +315,8 @@ def _collect(jobs):
 
 def _figures(psd, trace, freqs, fs, title):
     order = [k for k in ("truth", "epitwin", "epitwin_mse", "labram", "idw", "ridge",
-                         "epitwin_nohspe", "epitwin_nogfba") if k in trace]
+                         "ridge_oracle", "ridge_inferred", "epitwin_nohspe", "epitwin_nogfba")
+             if k in trace]
     figs = {}
     if "truth" in trace:
         n_c = len(trace["truth"])
