@@ -259,8 +259,8 @@ SWITCH_LOW_GAIN = 0.2
 # the per-contact noise; the recording is then high-passed at ROUTE_HIGHPASS_HZ (4th-order
 # Butterworth, zero phase; clinical sEEG is high-passed too): the spec world's 1/f^1.5 local
 # noise puts ~96 % of its power below 1 Hz, on which every ridge over 93 contacts x 5 lags
-# overfits (dev: train 0.17 vs test 0.42 RMSE on the spec world) and a per-state fit, with half
-# the data, more so. Draws from their own random stream (patient seed, brain seed, 36): the
+# overfits (dev: train 0.17 vs test 0.43 RMSE with the spec world's noise) and a per-state fit,
+# with half the data, more so. Draws from their own random stream (patient seed, brain seed, 36): the
 # montage, sources, states and noise are those of the spec world. The constants were fixed on
 # dev patients (brain seeds 1 and 2, patient seed 0; never reported) by the positive control,
 # a per-state ridge given the true state beating global ridge by >= 15 % RMSE (met on both),
