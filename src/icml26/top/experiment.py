@@ -9,9 +9,16 @@ star-long (tier B, opt-in)
     The paper's star-graph claim: 30k steps per objective; TOP reaches >= 0.85 exact while
     NTP stays <= 0.65. Optional controls: ``top_shuffled`` (scores permuted inside each
     window, the spec's) and ``top_unrelated`` (another graph's targets, ours).
+star-small (opt-in, #40)
+    The star graph at a ~30-minute budget on 3 seeds (NTP vs NTP+TOP, G(2,4,12), 3x96 GPT,
+    batch 64, constant lr, 7500 steps), resumable. The pre-registered dev search
+    (benchmarks/top_star_search.py) found no configuration where TOP breaks through within
+    that budget; this part is the 3-seed measurement at it, with star-long's bars.
 E2 (default)
     Char-level GPT on Python's own documentation: TOP non-inferiority in validation CE and
     the TOP head's ranking quality (NDCG@10) vs the NTP logits; MTP CE reported.
+E2-seeds (opt-in, #40)
+    E2's NTP and NTP+TOP on seeds 0-4: the seed-to-seed spread of the NDCG gain.
 scaling (default)
     TOP target construction time vs length (log-log slope) and the training-step cost of
     NTP+TOP vs NTP vs MTP at equal model size.
