@@ -832,7 +832,8 @@ STAR_LONG_QUICK = StarConfig(objectives=("ntp", "top", "top_shuffled", "top_unre
 # Declared deviation: the part is kept as the 3-seed MEASUREMENT at the ~30-minute budget (not a
 # configuration shown to work): 7500 steps ~ 580 CPU-s per job at 0.077 CPU-s/step, NTP and TOP x
 # 3 seeds ~ 58 CPU-min ~ 29 min on two cores (add the null control with --set objectives=...).
-# Its claims carry star-long's bars unchanged. Not run in the session that wrote it.
+# Its claims carry star-long's bars unchanged. Run on seeds 0-2 (2026-12-04, README): NTP on the
+# plateau with the shortcut signature on every seed; TOP 0.716 / 0.794 / 0.487 (the TOP claims FAIL).
 STAR_SMALL = StarConfig(graphs=("2-4-12",), objectives=("ntp", "top"),
                         steps=7500, eval_every=250, batch_size=64, n_layer=3, n_embd=96,
                         lr=1e-3, min_lr=1e-3, min_seeds=3,
