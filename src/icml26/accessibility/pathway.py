@@ -399,9 +399,34 @@ class _Arm:
         if source is not None:
             x = torch.from_numpy(np.asarray(split.sources[source], dtype=np.float32)) - mean
             self.x = x[perm] if perm is not None else x
+        self._buffer = None
 
     def base(self, idx) -> torch.Tensor:
-        return torch.from_numpy(np.asarray(self.split.base_logits[idx], dtype=np.float32))
+        """The base logits of rows ``idx``, read into one buffer the arm reuses.
+
+        The returned tensor is overwritten by the next call. A fresh ``(batch, V)`` tensor per
+        batch cost as much CPU as the arithmetic (a 200 MB allocation is page-faulted in anew each
+        time; system time was half of an arm's CPU seconds, issue #38)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        logits = self.split.base_logits
+        n, V = idx.shape[0], logits.shape[1]
+        if self._buffer is None or self._buffer.shape[0] < n:
+            self._buffer = torch.empty((n, V), dtype=torch.float32)
+        out = self._buffer[:n]
+        if logits.dtype == np.float32:
+            np.take(logits, idx, axis=0, out=out.numpy(), mode="clip")   # idx is in range: no copy-back
+        else:
+            out.copy_(torch.from_numpy(np.asarray(logits[idx], dtype=np.float32)))
+        return out
+
+
+def _softmax_(z: torch.Tensor) -> torch.Tensor:
+    """Row-wise softmax of ``z`` in place (no ``(n, V)`` temporary); returns the log-partition ``lse``."""
+    m = z.amax(dim=1, keepdim=True)
+    z.sub_(m).exp_()
+    s = z.sum(dim=1, keepdim=True)
+    z.div_(s)
+    return (m + s.log()).squeeze(1)
 
 
 def _logit_change(W, path: DiagnosticPathway, x):
@@ -421,9 +446,10 @@ def _post_norm_step(W, path: DiagnosticPathway, base, labels, x):
     if u is not None:
         z.addmm_(u, WB.T)
     z += c
-    lse = torch.logsumexp(z, dim=1)
-    loss = float((lse - z.gather(1, labels[:, None]).squeeze(1)).mean())
-    G = z.sub_(lse[:, None]).exp_()        # softmax; the gradient is (softmax − onehot) / n,
+    target = z.gather(1, labels[:, None]).squeeze(1)
+    lse = _softmax_(z)
+    loss = float((lse - target).mean())
+    G = z                                   # softmax; the gradient is (softmax − onehot) / n,
     G[torch.arange(n), labels] -= 1.0       # the 1/n applied to the small products below
     if path.bias.requires_grad:
         path.bias.grad = (W.T @ G.sum(dim=0)) / n
@@ -456,12 +482,16 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
         x = None if arm.x is None else arm.x[rows]
         if path.injection == "post_norm":
             u, WB, c = _logit_change(W, path, x)
-            z = base + c
+            z = base + c if compare else base.add_(c)   # in place in the arm's buffer unless base is reused
             if u is not None:
                 z.addmm_(u, WB.T)
         else:
             fs = torch.from_numpy(np.asarray(arm.split.final_states[rows.numpy()], dtype=np.float32))
             z = _pre_norm_logits(cache, path, fs, x)
+        if not compare:   # CE only (the dev checks during training): no (n, V) temporaries
+            target = z.gather(1, y[:, None]).squeeze(1)
+            ce_path += float((_softmax_(z) - target).sum())
+            continue
         logp = torch.log_softmax(z, dim=1)
         token_ce = -logp.gather(1, y[:, None]).squeeze(1)
         ce_path += float(token_ce.sum())
