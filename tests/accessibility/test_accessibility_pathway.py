@@ -196,3 +196,30 @@ def test_bootstrap_gain_against_a_direct_computation():
         bootstrap_gain(ref, new[:10])
     with pytest.raises(ValueError, match="finite"):
         bootstrap_gain(np.array([np.nan]), np.array([1.0]))
+
+
+@pytest.mark.parametrize("batch", [7, 4096])
+def test_test_split_evaluation_matches_a_direct_computation(batch):
+    """CE, base CE, KL(p‖q), flip rate and per-token CE of the in-place evaluation (two reused
+    buffers, issue #38) against float64 log-softmaxes of the full logits."""
+    from icml26.accessibility import pathway as P
+
+    cache = planted_pathway_cache(seed=0)
+    path = P.DiagnosticPathway(cache.d_model, rank=4, seed=3)
+    with torch.no_grad():
+        path.B.normal_()
+        path.bias.normal_()
+    arm = P._Arm(cache.split("test"), cache.meta["hidden_layer"], path.source_mean, None)
+    out = P._evaluate(cache, path, arm, compare=True, batch=batch)
+    with torch.no_grad():
+        q = torch.from_numpy(np.asarray(cache.test.base_logits, dtype=np.float64))
+        W = cache.unembedding.double()
+        z = q + (arm.x.double() @ path.A.double().T) @ (W @ path.B.double()).T + W @ path.bias.double()
+        lp, lq = z.log_softmax(1), q.log_softmax(1)
+        y = arm.labels[:, None]
+        token_ce = -lp.gather(1, y).squeeze(1)
+        want = [float(token_ce.mean()), float(-lq.gather(1, y).mean()),
+                float((lp.exp() * (lp - lq)).sum(1).mean()), float((lp.argmax(1) != lq.argmax(1)).double().mean())]
+    np.testing.assert_allclose([out["ce"], out["base_ce"], out["kl"], out["flip_rate"]], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["token_ce"], token_ce.numpy(), rtol=1e-5, atol=1e-5)
+    assert want[2] > 0.1 and 0 < want[3] < 1   # a real change, so the test can fail

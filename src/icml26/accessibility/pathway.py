@@ -400,6 +400,14 @@ class _Arm:
             x = torch.from_numpy(np.asarray(split.sources[source], dtype=np.float32)) - mean
             self.x = x[perm] if perm is not None else x
         self._buffer = None
+        self._scratch = None
+
+    def scratch(self, n: int) -> torch.Tensor:
+        """A second ``(n, V)`` buffer the arm reuses (the compare evaluation's path logits)."""
+        V = self.split.base_logits.shape[1]
+        if self._scratch is None or self._scratch.shape[0] < n:
+            self._scratch = torch.empty((n, V), dtype=torch.float32)
+        return self._scratch[:n]
 
     def base(self, idx) -> torch.Tensor:
         """The base logits of rows ``idx``, read into one buffer the arm reuses.
@@ -480,28 +488,35 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
         base = arm.base(rows.numpy())
         y = arm.labels[rows]
         x = None if arm.x is None else arm.x[rows]
+        lse_q = None
         if path.injection == "post_norm":
             u, WB, c = _logit_change(W, path, x)
-            z = base + c if compare else base.add_(c)   # in place in the arm's buffer unless base is reused
+            if compare:   # log-partition of the base first, soft-maxed in the scratch buffer
+                lse_q = _softmax_(arm.scratch(base.shape[0]).copy_(base))
+                z = torch.add(base, c, out=arm.scratch(base.shape[0]))
+            else:
+                z = base.add_(c)   # in place in the arm's buffer
             if u is not None:
                 z.addmm_(u, WB.T)
         else:
             fs = torch.from_numpy(np.asarray(arm.split.final_states[rows.numpy()], dtype=np.float32))
             z = _pre_norm_logits(cache, path, fs, x)
+        zy = z.gather(1, y[:, None]).squeeze(1)
         if not compare:   # CE only (the dev checks during training): no (n, V) temporaries
-            target = z.gather(1, y[:, None]).squeeze(1)
-            ce_path += float((_softmax_(z) - target).sum())
+            ce_path += float((_softmax_(z) - zy).sum())
             continue
-        logp = torch.log_softmax(z, dim=1)
-        token_ce = -logp.gather(1, y[:, None]).squeeze(1)
+        # Path (p, logits z) against base (q) with no (n, V) temporaries in the post-norm case
+        # (issue #38): CE = lse_p − z_y and, since Σ_j p_j = 1, KL(p‖q) = Σ_j p_j (z_j − q_j) − lse_p + lse_q.
+        if lse_q is None:
+            lse_q = torch.logsumexp(base, dim=1)
+        flips += float((z.argmax(1) != base.argmax(1)).sum())
+        ce_base += float((lse_q - base.gather(1, y[:, None]).squeeze(1)).sum())
+        base.neg_().add_(z)                    # base now holds z − q
+        lse_p = _softmax_(z)                   # z now holds p
+        token_ce = lse_p - zy
+        kl += float((base.mul_(z).sum(dim=1) - lse_p + lse_q).sum())
         ce_path += float(token_ce.sum())
-        if compare:
-            per_token.append(token_ce.double())
-        if compare:
-            logq = torch.log_softmax(base, dim=1)
-            ce_base += float(-logq.gather(1, y[:, None]).sum())
-            kl += float((logp.exp() * (logp - logq)).sum())
-            flips += float((logp.argmax(1) != logq.argmax(1)).sum())
+        per_token.append(token_ce.double())
     n = idx.numel()
     if compare:
         return {"ce": ce_path / n, "base_ce": ce_base / n, "kl": kl / n, "flip_rate": flips / n,
