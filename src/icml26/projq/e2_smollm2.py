@@ -49,8 +49,10 @@ FINETUNE_LR = 3e-4
 # Fixed by the CPU budget, not tuned. Measured: one step of 4 x 64 tokens through the tail + the
 # 49152-word head costs ~0.65 CPU-s on one core (the head dominates, so cost ~ tokens per step), and
 # on the shared machine (9 runnable processes on 2 cores on 2026-12-04) a process gets ~22 % of a
-# core, so 33 jobs x 200 steps did not fit the session; 100 steps of 2 rows it is.
-FINETUNE_STEPS = 100      # 100 steps x 2 rows x 64 tokens = 12 800 fine-tuning tokens per run
+# core, so 33 jobs x 200 steps did not fit that session and the first full run used 100 steps.
+# The issue asks for "a few hundred"; on a quiet machine the next session ran the intended 200
+# (two passes over the seed's 200 rows); the 100-step numbers are kept in the README beside them.
+FINETUNE_STEPS = 200      # 200 steps x 2 rows x 64 tokens = 25 600 fine-tuning tokens per run
 FINETUNE_BATCH = 2
 SEQ_LEN = 64              # tokens per row, for calibration, fine-tuning and evaluation alike
 TRAIN_ROWS = 400          # pool of topics-train rows; each seed draws its 200 rows by a seeded permutation

@@ -702,7 +702,7 @@ EXPERIMENT = register(Experiment(
         Part(name="E2-smollm2", run=run_e2_smollm2, summarize=summarize_e2_smollm2, tasks=e2_smollm2_tasks,
              quick=E2S_QUICK, full=E2S_FULL, seeds=(0, 1, 2), quick_seeds=(0,), default=False,
              description="E2 on SmolLM2-135M: last 2 blocks quantized (2/3 bits, 5 methods), compensated, "
-                         "LoRA-fine-tuned 100 steps; positive control + paired CE (opt-in, resumable)"),
+                         "LoRA-fine-tuned 200 steps; positive control + paired CE (opt-in, resumable)"),
     ],
     claims=["ProjQ lowers the uncorrectable (rank-r) residual of PTQ", "lower compensation loss",
             "3-bit ProjQ matches 4-bit baselines after LoRA"],
