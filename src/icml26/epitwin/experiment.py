@@ -438,19 +438,24 @@ def summarize_protocol(jobs, config: ProtocolConfig) -> Result:
         notes.append(f"refinement outcome: {extra['refinement']}")
     figs = _figures(psd, trace, freqs, fs, f"Protocol {P}")
     tables = {f"{P}: leave-one-shaft-out metrics (z-units)": table}
-    if extra.get("curves"):
-        figs["training curves (train and validation RMSE per epoch)"] = _curves_figure(
-            extra["curves"], f"Protocol {P}")
-        rows = []
-        for name, c in sorted(extra["curves"].items()):
-            h = [e for e in c["history"] if "val_rmse" in e]
-            best = min(h, key=lambda e: e["val_rmse"]) if h else {}
-            rows.append({"method": name, "optimiser steps": c.get("n_steps"),
-                         "step-0 val RMSE": (c.get("step0") or {}).get("val_rmse"),
-                         "best val RMSE": best.get("val_rmse"), "at epoch": best.get("epoch"),
-                         "last val RMSE": h[-1]["val_rmse"] if h else None})
-        tables[f"{P}: optimiser steps and validation RMSE"] = pd.DataFrame(rows)
+    _add_curves(extra, figs, tables, P)
     return Result(tables=tables, figures=figs, claims=claims, notes=notes)
+
+
+def _add_curves(extra: dict, figs: dict, tables: dict, P: str) -> None:
+    """The training-curve figure and the steps / validation-RMSE table, when the run kept curves."""
+    if not extra.get("curves"):
+        return
+    figs["training curves (train and validation RMSE per epoch)"] = _curves_figure(extra["curves"], f"Protocol {P}")
+    rows = []
+    for name, c in sorted(extra["curves"].items()):
+        h = [e for e in c["history"] if "val_rmse" in e]
+        best = min(h, key=lambda e: e["val_rmse"]) if h else {}
+        rows.append({"method": name, "optimiser steps": c.get("n_steps"),
+                     "step-0 val RMSE": (c.get("step0") or {}).get("val_rmse"),
+                     "best val RMSE": best.get("val_rmse"), "at epoch": best.get("epoch"),
+                     "last val RMSE": h[-1]["val_rmse"] if h else None})
+    tables[f"{P}: optimiser steps and validation RMSE"] = pd.DataFrame(rows)
 
 
 # #36: the routing world's pre-registered bars (written down before EpiTwin was trained on it).
@@ -513,18 +518,7 @@ def _summarize_routing(frame, table, rmse, psd, trace, freqs, notes, extra, P, f
     if "refinement" in extra:
         notes.append(f"refinement outcome: {extra['refinement']}")
     figs = _figures(psd, trace, freqs, fs, f"Protocol {P}")
-    if extra.get("curves"):
-        figs["training curves (train and validation RMSE per epoch)"] = _curves_figure(
-            extra["curves"], f"Protocol {P}")
-        rows = []
-        for name, c in sorted(extra["curves"].items()):
-            h = [e for e in c["history"] if "val_rmse" in e]
-            best = min(h, key=lambda e: e["val_rmse"]) if h else {}
-            rows.append({"method": name, "optimiser steps": c.get("n_steps"),
-                         "step-0 val RMSE": (c.get("step0") or {}).get("val_rmse"),
-                         "best val RMSE": best.get("val_rmse"), "at epoch": best.get("epoch"),
-                         "last val RMSE": h[-1]["val_rmse"] if h else None})
-        tables[f"{P}: optimiser steps and validation RMSE"] = pd.DataFrame(rows)
+    _add_curves(extra, figs, tables, P)
     return Result(tables=tables, figures=figs, claims=claims, notes=notes)
 
 
