@@ -40,7 +40,6 @@ Run ``python benchmarks/top_star_search.py [--stage 1|2|all]``; results go to
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -49,9 +48,8 @@ import time
 import numpy as np
 import torch
 
-from icml26.top.data import evaluate_star_graph, make_star_graph_dataset
-from icml26.top.experiment import StarConfig, build_model, make_optimizer, train_step
-from icml26.top.gpt import GPTConfig
+from icml26.top.data import evaluate_star_graph
+from icml26.top.experiment import StarConfig, star_setup, train_step
 
 DEV_SEEDS = (100, 101)
 EVAL_EVERY = 250
@@ -108,18 +106,10 @@ def train(name: str, objective: str, seed: int, max_steps: int, stop_cross: bool
     Stops at the first curve point with exact >= CROSS when ``stop_cross`` or once the next
     point would exceed ``budget_cpu_s`` of training CPU. Resumable from its checkpoint."""
     graph, config = candidate_config(name, max_steps)
-    degree, path_len, num_nodes = (int(x) for x in graph.split("-"))
     os.makedirs(OUT, exist_ok=True)
     tag = f"{name}_{objective}_seed{seed}"
     ckpt = os.path.join(OUT, tag + ".ckpt")
-    torch.manual_seed(seed)
-    train_set = make_star_graph_dataset(config.n_train, degree, path_len, num_nodes, seed=10_000 + seed)
-    test = make_star_graph_dataset(config.n_test, degree, path_len, num_nodes, seed=20_000 + seed)
-    curve_set = dataclasses.replace(test, tokens=test.tokens[: config.n_eval_curve])
-    gpt = GPTConfig(vocab_size=train_set.vocab_size, block_size=train_set.tokens.shape[1],
-                    n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd)
-    model = build_model(objective, gpt, seed=seed, top_positions=config.top_positions)
-    opt = make_optimizer(model, config.lr, config.weight_decay)
+    train_set, test, curve_set, model, opt = star_setup(config, graph, objective, seed)
     labels_all, lookahead_all = train_set.hf_labels()
     rng = np.random.default_rng(seed)
     order, cursor, start, curve, cpu = rng.permutation(len(train_set)), 0, 0, [], 0.0

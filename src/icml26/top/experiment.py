@@ -239,12 +239,12 @@ def star_tasks(config: StarConfig) -> list:
     return [{"graph": g, "objective": o} for g in config.graphs for o in config.objectives]
 
 
-def run_star(config: StarConfig, seed: int, task: dict) -> dict:
-    """Train one objective on one star-graph setting; return curves and final accuracies."""
-    check_star_config(config)
-    degree, path_len, num_nodes = parse_graph(task["graph"])
-    objective, cpu0 = task["objective"], time.process_time()
-    steps = config.mtp_steps if objective in ("mtp", "dsmtp") else config.steps
+def star_setup(config: StarConfig, graph: str, objective: str, seed: int) -> tuple:
+    """The seeded star-graph run's pieces: (train set, test set, curve subset, model, optimizer).
+
+    The one place that fixes data seeds (train 10 000 + seed, test 20 000 + seed), the model
+    and the optimiser, so that ``benchmarks/top_star_search.py`` trains exactly like ``run_star``."""
+    degree, path_len, num_nodes = parse_graph(graph)
     torch.manual_seed(seed)
     train = make_star_graph_dataset(config.n_train, degree, path_len, num_nodes, seed=10_000 + seed)
     test = make_star_graph_dataset(config.n_test, degree, path_len, num_nodes, seed=20_000 + seed)
@@ -253,7 +253,15 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
                     n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd)
     model = build_model(objective, gpt, n_future=config.n_future, seed=seed,
                         top_positions=config.top_positions)
-    optimizer = make_optimizer(model, config.lr, config.weight_decay)
+    return train, test, curve_set, model, make_optimizer(model, config.lr, config.weight_decay)
+
+
+def run_star(config: StarConfig, seed: int, task: dict) -> dict:
+    """Train one objective on one star-graph setting; return curves and final accuracies."""
+    check_star_config(config)
+    objective, cpu0 = task["objective"], time.process_time()
+    steps = config.mtp_steps if objective in ("mtp", "dsmtp") else config.steps
+    train, test, curve_set, model, optimizer = star_setup(config, task["graph"], objective, seed)
     labels_all, lookahead_all = train.hf_labels()
     rng = np.random.default_rng(seed)
     order, cursor = rng.permutation(len(train)), 0
