@@ -49,6 +49,7 @@ from icml26.projq.e2_smollm2 import SmolE2Config, e2_smollm2_tasks, run_e2_smoll
 from icml26.projq.model import NF4_BLOCK, quantize_model, to_peft_lora
 from icml26.projq.projq import ProjQ, loftq_init, residual_profile_from_sqrt
 from icml26.projq.quant import ActivationStats, GroupQuantizer, _gptq, rtn_quantize
+from icml26.projq.tail import adamw_cosine
 
 SMOLLM2_MODULES = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
                    "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
@@ -398,33 +399,18 @@ class EndToEndConfig:
     warmup_fraction: float = 0.03
 
 
-def _cosine_lr(step: int, steps: int, warmup_fraction: float) -> float:
-    warmup = max(1, int(round(warmup_fraction * steps)))
-    if step < warmup:
-        return (step + 1) / warmup
-    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
-
-
 def _train(model, params, ids: torch.Tensor, steps: int, batch: int, lr: float, weight_decay: float,
            warmup_fraction: float, seed: int) -> list:
     """AdamW + warm-up + cosine on random windows of the 1-D token tensor ``ids``; returns losses."""
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _cosine_lr(s, steps, warmup_fraction))
     width = model.config.max_position_embeddings
-    model.train()
-    losses = []
-    for _ in range(steps):
+
+    def batch_loss(step: int) -> torch.Tensor:
         starts = torch.randint(0, ids.numel() - width, (batch,), generator=generator)
         rows = torch.stack([ids[s:s + width] for s in starts.tolist()])
-        loss = model(input_ids=rows, labels=rows).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(float(loss.detach()))
-    model.eval()
-    return losses
+        return model(input_ids=rows, labels=rows).loss
+
+    return adamw_cosine(model, params, steps, lr, weight_decay, warmup_fraction, batch_loss)
 
 
 def _char_ids(source: str, split: str) -> torch.Tensor:

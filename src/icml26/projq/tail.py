@@ -186,13 +186,25 @@ def finetune_tail(model, hidden: torch.Tensor, input_ids: torch.Tensor, steps: i
     need = steps * batch
     order = torch.cat([torch.randperm(input_ids.shape[0], generator=generator)
                        for _ in range(-(-need // input_ids.shape[0]))])[:need]
+
+    def batch_loss(step: int) -> torch.Tensor:
+        pick = order[step * batch:(step + 1) * batch]
+        return model(inputs_embeds=hidden[pick], labels=input_ids[pick]).loss
+
+    return adamw_cosine(model, params, steps, lr, weight_decay, warmup_fraction, batch_loss)
+
+
+def adamw_cosine(model, params, steps: int, lr: float, weight_decay: float, warmup_fraction: float,
+                 batch_loss) -> list:
+    """AdamW with linear warm-up and cosine decay for ``steps`` steps; ``batch_loss(step)`` gives
+    the loss of step ``step``. Puts ``model`` in train mode, back in eval mode at the end; returns
+    the loss of every step (the one loop of E2 and E2-smollm2)."""
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _cosine(s, steps, warmup_fraction))
     model.train()
     losses = []
     for step in range(steps):
-        pick = order[step * batch:(step + 1) * batch]
-        loss = model(inputs_embeds=hidden[pick], labels=input_ids[pick]).loss
+        loss = batch_loss(step)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
