@@ -474,7 +474,12 @@ def run_e2e(config: EndToEndConfig, seed: int, task: dict) -> dict:
         report = quantize_model(model, calib, method=method, bits=bits, group_size=config.group_size,
                                 rank=config.rank, comp_rank=config.rank, modules=_block_linears(model), seed=0)
         quantize_seconds = time.perf_counter() - start
-        peft_model = to_peft_lora(model, report, lora_alpha=config.lora_alpha)
+        with torch.random.fork_rng():
+            # peft's random lora_A (the LoRA0 methods) from the job's seed, not from whatever the
+            # process drew before (a cached vs freshly trained base model, earlier jobs): the
+            # numbers must not depend on --jobs or the cache (issue #40 determinism)
+            torch.manual_seed(seed)
+            peft_model = to_peft_lora(model, report, lora_alpha=config.lora_alpha)
         entry = {"quantize_seconds": quantize_seconds,
                  "compensation_ce": next_token_ce(peft_model, held_doc),
                  "compensation_ce_topics": next_token_ce(peft_model, held_topics)}
