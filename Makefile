@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.icml26-installed
 DEMO_DIR ?= reports/demo
 JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: demo test install clean
+.PHONY: demo test install generated clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ test: $(STAMP)
 	@command -v bwrap >/dev/null 2>&1 || echo "note: bubblewrap (bwrap) not found: nl2repo's \
 	sandbox tests use unshare instead; 'apt-get install bubblewrap' adds the bwrap backend"
 	$(PY) -m pytest
+
+# The generated files the tests compare with the code: the method catalogue and the README
+# ledger blocks. Run after the last code change and the last `icml26 run ... --record`.
+generated: $(STAMP)
+	$(PY) -m icml26.core.catalog
+	$(PY) -m icml26.core.ledger readme
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache
