@@ -1,8 +1,10 @@
 """The ``icml26`` command: list, run, reproduce, report (plus method subcommands).
 
-Exit codes: 0 when every claim passed, 1 when any claim failed or is incomplete (or a job
-failed), 2 on usage or input errors (a clear message, no traceback), 130 when interrupted
-(Ctrl-C; a previous report in the ``--out`` folder is kept as it was).
+Exit codes: 0 when every claim passed; 1 when a claim did not pass (FAIL, NOT EARNED,
+INCONCLUSIVE or INCOMPLETE; in a quick run, also a smoke-check bar not met at toy scale);
+2 on usage or input errors (a clear message, no traceback); 3 when a job or a part's
+``summarize`` crashed (whatever the claims say); 130 when interrupted (Ctrl-C; a previous
+report in the ``--out`` folder is kept as it was).
 
 A method folder may ship ``icml26/<slug>/cli.py`` with a ``typer.Typer`` named ``app``;
 it is mounted as ``icml26 <slug> ...`` (for example ``icml26 nl2repo evaluate``).
@@ -32,7 +34,7 @@ from icml26.core.report import QUICK_CAVEAT, prepare_out_dir, render_report, wri
 # The experiment machinery (numpy, the methods) is imported by the commands that need it,
 # so `icml26 list` and `icml26 --help` start in well under a second.
 
-EXIT_OK, EXIT_CLAIM_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_CLAIM_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
@@ -54,7 +56,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 console = Console(markup=False)
 err_console = Console(stderr=True, soft_wrap=True, markup=False)
 
-_VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "INCOMPLETE": "yellow", "SMOKE": "cyan"}
+_VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "NOT EARNED": "red", "INCONCLUSIVE": "magenta",
+                  "INCOMPLETE": "yellow", "SMOKE": "cyan"}
+_KIND_LABEL = {"check": "implementation check", "control": "world/protocol check"}
 
 
 def _styled(*pieces) -> Text:
@@ -176,8 +180,11 @@ def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
         return Text("not recorded", style="dim"), Text("")
     n = ledger.counts(led)
     text = f"{n['PASS']}/{n['total']}" + (" pass" if n["PASS"] == n["total"] else "")
-    if n["FAIL"]:     # compact, so a row fits 80 columns: "17/20, 3 fail, 1 inc."
-        text += f", {n['FAIL']} fail"
+    bad = n["FAIL"] + n["NOT EARNED"]
+    if bad:     # compact, so a row fits 80 columns: "17/20, 3 fail, 1 inc."
+        text += f", {bad} fail"
+    if n["INCONCLUSIVE"]:
+        text += f", {n['INCONCLUSIVE']} ?"
     if n["INCOMPLETE"]:
         text += f", {n['INCOMPLETE']} inc."
     verdict = Text(text, style="green" if n["PASS"] == n["total"] else "yellow")
@@ -241,13 +248,38 @@ def _claims_table(title: str, claims, quick: bool = False) -> Table:
         text = _verdict_text(shown)
         if shown == "SMOKE":
             text.append(" (met)" if c.passed else " (not met)", style="dim")
-        table.add_row(c.name, c.paper, c.measured_text, c.bar, text)
+        elif c.known_negative and not c.passed:
+            text.append(" (known)", style="dim")
+        name = c.name + (f" [{_KIND_LABEL[c.kind]}]" if c.kind in _KIND_LABEL else "")
+        measured = c.measured_text
+        if c.control is not None:
+            measured += f"; control {_short(c.control.get('measured'))}"
+        if c.competitor is not None:
+            measured += f"; competitor {_short(c.competitor.get('measured'))}"
+        table.add_row(name, c.paper, measured, c.bar, text)
     return table
 
 
+def _short(value) -> str:
+    from icml26.core.claims import fmt_number
+
+    return fmt_number(value)
+
+
 def _not_passed(outcome) -> list:
-    """Claims shown as FAIL or INCOMPLETE (a quick run's smoke checks are not listed)."""
-    return [c for c in outcome.claims if c.shown_verdict(outcome.quick) in ("FAIL", "INCOMPLETE")]
+    """Claims shown with a verdict other than PASS (a quick run's smoke checks are not
+    listed)."""
+    return [c for c in outcome.claims if c.shown_verdict(outcome.quick) not in ("PASS", "SMOKE")]
+
+
+def _verdict_counts(claims) -> str:
+    """``", 2 failed, 1 not earned, 1 inconclusive, 1 incomplete"`` (empty when none)."""
+    text = ""
+    for verdict, word in (("FAIL", "failed"), ("NOT EARNED", "not earned"),
+                          ("INCONCLUSIVE", "inconclusive"), ("INCOMPLETE", "incomplete")):
+        n = sum(c.verdict == verdict for c in claims)
+        text += f", {n} {word}" if n else ""
+    return text
 
 
 def _outcome_line(outcome) -> str:
@@ -256,21 +288,20 @@ def _outcome_line(outcome) -> str:
     if outcome.quick:
         checks = [c for c in claims if c.quick_meaningful]
         n_smoke = len(claims) - len(checks)
-        n_fail = sum(c.verdict == "FAIL" for c in checks)
-        n_inc = sum(c.verdict == "INCOMPLETE" for c in checks)
         text = (f"{outcome.slug}: ran end to end; {n_smoke} smoke check(s) "
                 f"({sum(not c.passed for c in claims if not c.quick_meaningful)} bar(s) not met "
                 f"at toy scale)")
         if checks:
-            text += f"; quick-scale checks {sum(c.passed for c in checks)}/{len(checks)} passed"
+            text += (f"; claims meaningful at any scale {sum(c.passed for c in checks)}/"
+                     f"{len(checks)} passed" + _verdict_counts(checks))
     else:
-        n_fail = sum(c.verdict == "FAIL" for c in claims)
-        n_inc = sum(c.verdict == "INCOMPLETE" for c in claims)
-        text = f"{outcome.slug}: {sum(c.passed for c in claims)}/{len(claims)} claims passed"
-    if n_fail:
-        text += f", {n_fail} failed"
-    if n_inc:
-        text += f", {n_inc} incomplete"
+        paper = [c for c in claims if c.counts]
+        other = [c for c in claims if not c.counts]
+        text = (f"{outcome.slug}: {sum(c.passed for c in paper)}/{len(paper)} paper claims "
+                "passed" + _verdict_counts(paper))
+        if other:
+            text += (f"; checks {sum(c.passed for c in other)}/{len(other)} passed"
+                     + _verdict_counts(other))
     if n_jobs:
         text += f", {n_jobs} job(s) failed"
     return text + f" · {outcome.seconds:.1f} s"
@@ -319,7 +350,7 @@ def _failed_summary(outcomes) -> str:
         bad = _not_passed(o)
         if bad:
             pieces.append(f"{o.slug}: " + "; ".join(
-                c.name + (" (incomplete)" if c.verdict == "INCOMPLETE" else "") for c in bad))
+                c.name + ("" if c.verdict == "FAIL" else f" ({c.verdict.lower()})") for c in bad))
         elif any(p.failed_jobs or p.summarize_error for p in o.parts):
             pieces.append(f"{o.slug}: a job or summarize failed")
     return ("did not pass: " + " · ".join(pieces)) if pieces else ""
@@ -475,7 +506,14 @@ def _finish(outcomes, quick: bool, head: str) -> None:
     else:
         console.print(Text(head + (f"; {failed}" if failed else ""),
                            style="red" if failed else "green"), highlight=False)
-    raise typer.Exit(EXIT_OK if all(o.passed for o in outcomes) else EXIT_CLAIM_FAILED)
+    raise typer.Exit(exit_code(outcomes))
+
+
+def exit_code(outcomes) -> int:
+    """0 every claim passed, 1 a claim did not, 3 a job or a summarize crashed."""
+    if any(p.failed_jobs or p.summarize_error for o in outcomes for p in o.parts):
+        return EXIT_CRASHED
+    return EXIT_OK if all(o.passed for o in outcomes) else EXIT_CLAIM_FAILED
 
 
 # Options shared by `run` and `reproduce`.

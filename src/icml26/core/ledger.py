@@ -118,12 +118,19 @@ def git_provenance(paths: Sequence[str | Path] = ()) -> dict:
 
 # -- recording --------------------------------------------------------------------------
 
+_OPTIONAL = ("interval", "control", "competitor", "known_negative", "alt")
+
+
 def _claim_entry(part: str, claim: dict) -> dict:
-    return {"id": f"{part}/{claim['name']}", "name": claim["name"], "paper": claim["paper"],
-            "measured": claim["measured"], "bar": claim["bar"],
-            "verdict": claim.get("verdict") or ("INCOMPLETE" if claim.get("incomplete")
-                                                else "PASS" if claim.get("passed") else "FAIL"),
-            "note": claim.get("note", "")}
+    entry = {"id": claim.get("id") or f"{part}/{claim['name']}", "name": claim["name"],
+             "paper": claim["paper"], "measured": claim["measured"], "bar": claim["bar"],
+             "verdict": claim.get("verdict") or ("INCOMPLETE" if claim.get("incomplete")
+                                                 else "PASS" if claim.get("passed") else "FAIL"),
+             "note": claim.get("note", "")}
+    if claim.get("kind", "paper") != "paper":
+        entry["kind"] = claim["kind"]
+    entry.update({k: claim[k] for k in _OPTIONAL if claim.get(k) not in (None, "", [], {})})
+    return entry
 
 
 def _check_recordable(data: dict, experiment: dict) -> None:
@@ -234,28 +241,47 @@ def _claims(ledger: dict, default_only: bool = True) -> list:
     return [c for p in ledger["parts"] if p["default"] or not default_only for c in p["claims"]]
 
 
-def counts(ledger: dict, default_only: bool = True) -> dict:
-    """``{"PASS", "FAIL", "INCOMPLETE", "total"}`` over the (default parts') claims."""
-    out = {"PASS": 0, "FAIL": 0, "INCOMPLETE": 0}
-    claims = _claims(ledger, default_only)
+def is_paper_claim(claim: dict) -> bool:
+    """Whether a recorded claim counts toward the reproduction verdict (kind ``paper``)."""
+    return claim.get("kind", "paper") == "paper"
+
+
+def counts(ledger: dict, default_only: bool = True, kind: str = "paper") -> dict:
+    """``{"PASS", "FAIL", "NOT EARNED", "INCONCLUSIVE", "INCOMPLETE", "known", "total"}``
+    over the (default parts') claims of one kind (paper claims by default; ``"all"``).
+
+    ``known`` counts the paper claims that did not pass and are declared known negatives.
+    """
+    out = {"PASS": 0, "FAIL": 0, "NOT EARNED": 0, "INCONCLUSIVE": 0, "INCOMPLETE": 0,
+           "known": 0}
+    claims = [c for c in _claims(ledger, default_only)
+              if kind == "all" or c.get("kind", "paper") == kind]
     for c in claims:
         out[c["verdict"]] += 1
+        out["known"] += bool(c.get("known_negative")) and c["verdict"] != "PASS"
     out["total"] = len(claims)
     return out
 
 
 def verdict_text(ledger: dict | None, default_only: bool = True) -> str:
-    """``"18/18 pass"``, ``"10/14, 4 not reproduced"``, ``"9/10, 1 incomplete"``, ``"none"``."""
+    """Paper claims: ``"18/18 pass"``, ``"10/14, 4 not reproduced (2 known)"``,
+    ``"9/10, 1 inconclusive"``, ``"not recorded"``."""
     if not ledger:
         return "not recorded"
     n = counts(ledger, default_only)
     if not n["total"]:
-        return "no claims"
+        return "no paper claims"
     text = f"{n['PASS']}/{n['total']}"
-    if not n["FAIL"] and not n["INCOMPLETE"]:
+    if n["PASS"] == n["total"]:
         return text + " pass"
-    if n["FAIL"]:
-        text += f", {n['FAIL']} not reproduced"
+    bad = n["FAIL"] + n["NOT EARNED"]
+    if bad:
+        text += f", {bad} not reproduced"
+        bits = [f"{n['NOT EARNED']} not earned"] if n["NOT EARNED"] else []
+        bits += [f"{n['known']} known"] if n["known"] else []
+        text += f" ({', '.join(bits)})" if bits else ""
+    if n["INCONCLUSIVE"]:
+        text += f", {n['INCONCLUSIVE']} inconclusive"
     if n["INCOMPLETE"]:
         text += f", {n['INCOMPLETE']} incomplete"
     return text
@@ -382,6 +408,8 @@ def check(slug: str, root: Path | None = None) -> dict:
             old, new = then[cname], now[cname]
             if old["bar"] != new.bar:
                 reasons.append(f"{name}: {cname!r} bar {old['bar']!r} → {new.bar!r}")
+            elif old.get("kind", "paper") != new.kind:
+                reasons.append(f"{name}: {cname!r} kind {old.get('kind', 'paper')} → {new.kind}")
             elif not _same(old["measured"], jsonable(new.measured)):
                 reasons.append(f"{name}: {cname!r} measured {old['measured']!r} → "
                                f"{jsonable(new.measured)!r} from the same jobs")

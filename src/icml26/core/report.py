@@ -191,6 +191,7 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
             "tables": {k: _table_dict(v) for k, v in p.result.tables.items()},
             "figures": figures,
             "notes": list(p.result.notes),
+            "measurements": jsonable(p.result.measurements),
             "summarize_error": p.summarize_error,
             "cpu_seconds": p.cpu_seconds,
             "warnings": p.warnings,
@@ -386,8 +387,10 @@ def _quick_text(e: dict) -> tuple[str, str]:
     if not checks:
         return text, "smoke"
     n = claim_counts(checks)
-    text += f"; quick-scale checks: {_counts_text(checks)}"
-    return text, ("fail" if n["FAIL"] else "incomplete" if n["INCOMPLETE"] else "smoke")
+    text += f"; claims meaningful at any scale: {_counts_text(checks)}"
+    bad = n["FAIL"] + n["NOT EARNED"]
+    return text, ("fail" if bad else "incomplete" if n["INCOMPLETE"] + n["INCONCLUSIVE"]
+                  else "smoke")
 
 
 def _recorded_text(data: dict, slug: str) -> str:
@@ -403,11 +406,17 @@ def _recorded_text(data: dict, slug: str) -> str:
 
 
 def claim_counts(claims: Sequence[dict]) -> dict:
-    """``{"PASS": n, "FAIL": n, "INCOMPLETE": n}`` over claim dicts."""
-    counts = {"PASS": 0, "FAIL": 0, "INCOMPLETE": 0}
+    """``{"PASS", "FAIL", "NOT EARNED", "INCONCLUSIVE", "INCOMPLETE"}`` counts over claim
+    dicts."""
+    counts = {"PASS": 0, "FAIL": 0, "NOT EARNED": 0, "INCONCLUSIVE": 0, "INCOMPLETE": 0}
     for c in claims:
         counts[_verdict_of(c)] += 1
     return counts
+
+
+def _paper(claims: Sequence[dict]) -> list:
+    """The paper claims among claim dicts (checks and controls are reported, not counted)."""
+    return [c for c in claims if c.get("kind", "paper") == "paper"]
 
 
 def _claims(e: dict) -> list:
@@ -419,17 +428,26 @@ def _experiment_verdict(e: dict) -> str:
         return "PASS"
     counts = claim_counts(_claims(e))
     clean = not any(_failed_jobs(p) or p.get("summarize_error") for p in e["parts"])
-    return "INCOMPLETE" if clean and counts["FAIL"] == 0 and counts["INCOMPLETE"] else "FAIL"
+    if not clean or counts["FAIL"] + counts["NOT EARNED"]:
+        return "FAIL"
+    return "INCONCLUSIVE" if counts["INCONCLUSIVE"] else "INCOMPLETE"
 
 
 def _counts_text(claims: Sequence[dict]) -> str:
-    counts = claim_counts(claims)
-    text = f"{counts['PASS']}/{len(claims)} passed"
-    if counts["FAIL"]:
-        text += f", {counts['FAIL']} failed"
-    if counts["INCOMPLETE"]:
-        text += f", {counts['INCOMPLETE']} incomplete"
+    """``"10/12 paper claims passed, 2 failed; checks 5/5"`` over claim dicts."""
+    paper = _paper(claims)
+    other = [c for c in claims if c.get("kind", "paper") != "paper"]
+    text = f"{claim_counts(paper)['PASS']}/{len(paper)} passed" + _verdict_tail(paper)
+    if other:
+        text += f"; checks {claim_counts(other)['PASS']}/{len(other)}" + _verdict_tail(other)
     return text
+
+
+def _verdict_tail(claims: Sequence[dict]) -> str:
+    counts = claim_counts(claims)
+    return "".join(f", {counts[v]} {word}" for v, word in (
+        ("FAIL", "failed"), ("NOT EARNED", "not earned"), ("INCONCLUSIVE", "inconclusive"),
+        ("INCOMPLETE", "incomplete")) if counts[v])
 
 
 _NAN_TEXT = re.compile(r"^\s*(nan|none)(\s*±\s*\S+)?\s*$", re.IGNORECASE)
@@ -446,9 +464,14 @@ def _cell(v) -> str:
 
 def _measured(claim: dict) -> str:
     v = claim["measured"]
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return _cell(v)
+    text = f"{v:.4g}" if isinstance(v, float) else _cell(v)
+    if claim.get("interval"):
+        lo, hi = claim["interval"]
+        text += f" [{_cell(lo)}, {_cell(hi)}]"
+    for role in ("control", "competitor"):
+        if claim.get(role):
+            text += f"; {role} {_cell(claim[role].get('measured'))}"
+    return text
 
 
 def _mode(e: dict) -> str:
@@ -484,15 +507,20 @@ def _failed_names(data: dict) -> list[tuple[str, str, str]]:
     """(slug, claim name, verdict) of every claim shown as FAIL or INCOMPLETE (a quick run's
     smoke checks are not listed)."""
     return [(e["slug"], c["name"], _shown(c, e["quick"])) for e in data["experiments"]
-            for c in _claims(e) if _shown(c, e["quick"]) in ("FAIL", "INCOMPLETE")]
+            for c in _claims(e) if _shown(c, e["quick"]) not in ("PASS", "SMOKE")]
 
 
 def _any_quick(data: dict) -> bool:
     return any(e["quick"] for e in data["experiments"])
 
 
+_KIND_LABEL = {"check": "implementation check", "control": "world/protocol check"}
+
+
 def _claim_rows(p: dict, quick: bool = False) -> list:
-    return [[c["name"], c["paper"], _measured(c), c["bar"], _shown_cell(c, quick)]
+    return [[c["name"] + (f" [{_KIND_LABEL[c['kind']]}]" if c.get("kind") in _KIND_LABEL
+                          else ""),
+             c["paper"], _measured(c), c["bar"], _shown_cell(c, quick)]
             for c in p["claims"]]
 
 
@@ -500,6 +528,8 @@ def _shown_cell(c: dict, quick: bool) -> str:
     shown = _shown(c, quick)
     if shown == "SMOKE":
         return "SMOKE (bar met)" if _verdict_of(c) == "PASS" else "SMOKE (bar not met)"
+    if c.get("known_negative") and shown != "PASS":
+        return f"{shown} (known: {c['known_negative']})"
     return shown
 
 
@@ -630,8 +660,8 @@ _NUM_TD = "<td class='num'>"
 
 
 def _css_class(verdict: str) -> str:
-    return {"PASS": "pass", "FAIL": "fail", "INCOMPLETE": "incomplete",
-            "SMOKE": "smoke"}.get(verdict, "fail")
+    return {"PASS": "pass", "FAIL": "fail", "NOT EARNED": "fail", "INCONCLUSIVE": "incomplete",
+            "INCOMPLETE": "incomplete", "SMOKE": "smoke"}.get(verdict.split(" (")[0], "fail")
 
 
 def _html_table(columns, rows, row_classes=None) -> str:

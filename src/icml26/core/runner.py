@@ -302,6 +302,10 @@ def _summarize(part: Part, jobs: list, config) -> tuple[Result, str | None]:
         if not isinstance(result, Result):
             raise TypeError(f"summarize() must return a Result, got {type(result).__name__}")
         _close_figures(result)
+        if part.claim_specs:
+            from .claims import evaluate
+
+            result.claims = list(result.claims) + evaluate(part.claim_specs, result.measurements)
         return result, None
     except Exception:  # noqa: BLE001
         tb = traceback.format_exc()
