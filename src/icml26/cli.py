@@ -129,9 +129,9 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
         table = Table(title="icml26 methods (icml26 list --long for titles and claims)",
                       title_justify="left", box=box.SIMPLE_HEAD)
         table.add_column("slug", no_wrap=True)
-        table.add_column("status", no_wrap=True)
+        table.add_column("headline", no_wrap=True)
+        table.add_column("paper claims", overflow="fold")
         table.add_column("parts", no_wrap=True, justify="right")
-        table.add_column("recorded full run", overflow="fold")
         table.add_column("recorded", no_wrap=True)
         for slug in slugs:
             entry = entries.get(slug)
@@ -140,8 +140,9 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
             elif "error" in entry:
                 table.add_row(slug, Text("import error", style="red"), "", "", "")
             else:
-                table.add_row(slug, Text("implemented", style="green"), _part_summary(entry),
-                              *_ledger_cells(slug, entry))
+                verdict, date = _ledger_cells(slug, entry)
+                table.add_row(slug, _headline_cell(slug, entry), verdict,
+                              _part_summary(entry), date)
         console.print(table)
         n_impl = sum(1 for s in slugs if s in entries and "error" not in entries[s])
         console.print(f"{n_impl} of {len(slugs)} implemented. "
@@ -193,6 +194,20 @@ def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
     return verdict, Text(ledger.recorded_date(led))
 
 
+def _headline_cell(slug: str, entry: dict) -> Text:
+    """The recorded verdict of the paper's headline claim (``—`` when none is recorded)."""
+    from icml26.core import ledger
+
+    led = ledger.load(slug)
+    head = None if led is None else ledger.headline_claim(led, entry.get("headline"))
+    if head is None:
+        return Text("—", style="dim")
+    text = _verdict_text(head["verdict"])
+    if head.get("known_negative") and head["verdict"] != "PASS":
+        text.append(" (known)", style="dim")
+    return text
+
+
 def _ledger_cell(slug: str, entry: dict) -> Text:
     verdict, date = _ledger_cells(slug, entry)
     return Text.assemble(verdict, " · ", date) if date.plain else verdict
@@ -204,7 +219,7 @@ def _print_ledger_details(slug: str, entry: dict) -> None:
     led = ledger.load(slug)
     if led is None:
         return
-    head = ledger.headline_claim(led)
+    head = ledger.headline_claim(led, entry.get("headline"))
     if head is not None:
         console.print(_styled("  headline: ", head["id"], " = ", ledger._fmt(head["measured"]),
                               f" (bar {head['bar']}, paper {head['paper']}) ",
@@ -539,7 +554,7 @@ def run(
     set_: Optional[List[str]] = SET,
     dry_run: bool = DRY_RUN,
     record: bool = typer.Option(False, "--record", help="Record this full run's verdicts in "
-                                "the method's ledger (src/icml26/<slug>/verdicts.json)."),
+                                "the method's ledger (ledger/<slug>/verdicts.json)."),
 ) -> None:
     """Run one paper's reproduction, print its claims, write a report."""
     _check_common(seeds, jobs)

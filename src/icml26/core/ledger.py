@@ -3,11 +3,11 @@
 One pair of files per method folder, written by ``icml26 run SLUG --record`` (or
 ``icml26 ledger record REPORT_DIR`` from a finished full run's report), never by hand:
 
-* ``src/icml26/<slug>/verdicts.json``: per part, every claim (id ``part/name``, the paper's
+* ``ledger/<slug>/verdicts.json``: per part, every claim (id ``part/name``, the paper's
   value, measured value, bar, verdict, note), the seeds and the config, and the run that
   produced it (the command, the commit and whether the method folder had uncommitted
   changes, the date, wall and CPU seconds, the machine, package versions);
-* ``src/icml26/<slug>/verdicts-jobs.json.gz``: every job's raw metrics.
+* ``ledger/<slug>/verdicts-jobs.json.gz``: every job's raw metrics.
 
 The raw metrics make the ledger checkable without rerunning anything: :func:`check`
 rebuilds each part's claims by calling its current ``summarize`` on the recorded jobs and
@@ -29,6 +29,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -37,7 +38,8 @@ from typing import Any, Sequence
 
 __all__ = ["LEDGER_FILE", "JOBS_FILE", "ledger_path", "load", "load_jobs", "ledger_hash",
            "record_report", "record_data", "check", "counts", "verdict_text", "headline_claim",
-           "compare", "readme_block", "update_readmes", "git_provenance"]
+           "compare", "readme_block", "update_readmes", "git_provenance", "static_check",
+           "ledger_root"]
 
 LEDGER_FILE = "verdicts.json"
 JOBS_FILE = "verdicts-jobs.json.gz"
@@ -51,14 +53,27 @@ class LedgerError(ValueError):
     """A report that cannot be recorded (quick, with --set, ...), or a ledger that is broken."""
 
 
+def ledger_root() -> Path:
+    """Where the ledgers live: ``$ICML26_LEDGER``, else ``ledger/`` at the top of the source
+    checkout (outside the import path: records are not shipped in the wheel)."""
+    from .catalog import package_root
+
+    env = os.environ.get("ICML26_LEDGER")
+    return Path(env) if env else package_root().parents[1] / "ledger"
+
+
 def _root(root: Path | None) -> Path:
+    return ledger_root() if root is None else Path(root)
+
+
+def _pkg(root: Path | None) -> Path:
     from .catalog import package_root
 
     return package_root() if root is None else Path(root)
 
 
 def ledger_path(slug: str, root: Path | None = None) -> Path:
-    """``<package>/<slug>/verdicts.json``."""
+    """``<ledger root>/<slug>/verdicts.json`` (see :func:`ledger_root`)."""
     return _root(root) / slug / LEDGER_FILE
 
 
@@ -167,7 +182,7 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
     _check_recordable(data, experiment)
     exp = get_experiment(slug)
     defaults = {p.name: bool(p.default) for p in exp.parts}
-    mine = (f"src/icml26/{slug}/", "src/icml26/core/")
+    mine = (f"src/icml26/{slug}/", "src/icml26/core/", f"ledger/{slug}/")
     dirty = data.get("dirty")
     run = {"command": data.get("command", ""), "created": data.get("created"),
            "commit": data.get("commit"),
@@ -202,6 +217,7 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
               "headline": _headline_id(exp, ordered),
               "runs": {k: v for k, v in runs.items() if k in used}, "parts": ordered}
     folder = _root(root) / slug
+    folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / LEDGER_FILE,
                       json.dumps(ledger, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     buf = io.BytesIO()
@@ -295,10 +311,12 @@ def recorded_date(ledger: dict) -> str:
     return max(dates)
 
 
-def headline_claim(ledger: dict) -> dict | None:
-    """The recorded headline claim (see :attr:`Experiment.headline`)."""
+def headline_claim(ledger: dict, headline: str | None = None) -> dict | None:
+    """The recorded headline claim: ``headline`` (a claim id from the method's claim table)
+    when given, else the id recorded with the ledger (see :attr:`Experiment.headline`)."""
+    wanted = headline or ledger.get("headline")
     for c in _claims(ledger, default_only=False):
-        if c["id"] == ledger.get("headline"):
+        if c["id"] == wanted:
             return c
     return None
 
@@ -419,6 +437,41 @@ def check(slug: str, root: Path | None = None) -> dict:
     return {"current": not reasons, "reasons": reasons, "parts": checked}
 
 
+def static_check(slug: str, table, root: Path | None = None) -> dict:
+    """Whether ``slug``'s ledger matches its claim table, without importing the method.
+
+    Compares the recorded parts and claims (names, bars, kinds, default flags) with the
+    table; the full check against the code (re-deriving every verdict from the recorded
+    jobs) is :func:`check`. Returns ``{"hash", "current", "reasons"}``; ``current`` is None
+    when nothing is recorded.
+    """
+    led = load(slug, root)
+    if led is None:
+        return {"hash": None, "current": None, "reasons": []}
+    reasons = []
+    recorded_parts = {p["part"] for p in led["parts"]}
+    for lp in led["parts"]:
+        name = lp["part"]
+        spec = table.parts.get(name)
+        if spec is None:
+            reasons.append(f"{name}: the part is no longer in the claim table")
+            continue
+        if bool(lp["default"]) != spec.default:
+            reasons.append(f"{name}: default {lp['default']} → {spec.default}")
+        specs = {c.name: c for c in table.for_part(name)}
+        then = {c["name"]: c for c in lp["claims"]}
+        reasons += [f"{name}: claim {n!r} is no longer in the table" for n in then.keys() - specs.keys()]
+        reasons += [f"{name}: new claim {n!r}" for n in specs.keys() - then.keys()]
+        for n in then.keys() & specs.keys():
+            if then[n]["bar"] != str(specs[n].bar):
+                reasons.append(f"{name}: {n!r} bar {then[n]['bar']!r} → {str(specs[n].bar)!r}")
+            elif then[n].get("kind", "paper") != specs[n].kind:
+                reasons.append(f"{name}: {n!r} kind {then[n].get('kind', 'paper')} → {specs[n].kind}")
+    reasons += [f"{p.name}: default part never recorded" for p in table.parts.values()
+                if p.default and p.name not in recorded_parts]
+    return {"hash": ledger_hash(slug, root), "current": not reasons, "reasons": reasons}
+
+
 def _close(result) -> None:
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
@@ -500,7 +553,7 @@ def _run_line(run: dict, wall: float | None, cpu: float | None) -> str:
 def readme_block(ledger: dict | None, slug: str) -> str:
     """The generated Markdown block of a method README (between the ledger markers)."""
     head = (f"{BEGIN} (generated by `python -m icml26.core.ledger readme` from "
-            f"`src/icml26/{slug}/{LEDGER_FILE}`; do not edit) -->")
+            f"`ledger/{slug}/{LEDGER_FILE}`; do not edit) -->")
     if not ledger:
         return "\n".join([head, "", "No full run recorded yet: `icml26 run "
                           f"{slug} --record` records one.", "", END])
@@ -537,27 +590,47 @@ def readme_block(ledger: dict | None, slug: str) -> str:
 
 
 def summary_block(root: Path | None = None) -> str:
-    """The generated table of the top-level README: one row per method."""
+    """The generated methods table of the top-level README: one row per paper, from the
+    ledgers and claim tables (the only status the front page shows)."""
     from .catalog import PAPERS, method_folders
+    from .claims import TableError, load_table
 
     head = (f"{BEGIN} (generated by `python -m icml26.core.ledger readme` from each "
-            f"`src/icml26/<slug>/{LEDGER_FILE}`; do not edit) -->")
-    lines = [head, "", "| slug | recorded full run (default parts) | not reproduced or incomplete "
-             "| recorded | wall s | CPU s |", "|---|---|---|---|---|---|"]
-    slugs = list(PAPERS) + sorted(set(method_folders(_root(root))) - set(PAPERS))
+            f"`ledger/<slug>/{LEDGER_FILE}` and `claims.toml`; do not edit) -->")
+    lines = [head, "", "| paper | headline claim | headline | paper claims (default parts) | "
+             "checks | recorded | wall s | CPU s |", "|---|---|---|---|---|---|---:|---:|"]
+    slugs = list(PAPERS) + sorted(set(method_folders(_pkg(root))) - set(PAPERS))
     for slug in slugs:
+        link = f"[{slug}](src/icml26/{slug}/README.md)"
+        try:
+            table = load_table(slug, _pkg(root))
+        except TableError:
+            table = None
         ledger = load(slug, root)
+        spec = table.headline_spec if table is not None else None
+        claim_text = spec.name if spec is not None else ""
         if ledger is None:
-            lines.append(f"| [{slug}](src/icml26/{slug}/README.md) | not recorded | | | | |")
+            lines.append(f"| {link} | {_md(claim_text)} | — | not recorded | | | | |")
             continue
-        bad = [f"{c['id']}" + (" (incomplete)" if c["verdict"] == "INCOMPLETE" else "")
-               for c in _claims(ledger) if c["verdict"] != "PASS"]
+        head_claim = headline_claim(ledger, table.headline if table is not None else None)
+        if head_claim is not None and not claim_text:
+            claim_text = head_claim["name"]
+        verdict = "—" if head_claim is None else head_claim["verdict"] + (
+            " (known)" if head_claim.get("known_negative") and head_claim["verdict"] != "PASS"
+            else "")
+        checks = [c for c in _claims(ledger) if not is_paper_claim(c)]
+        check_text = (f"{sum(c['verdict'] == 'PASS' for c in checks)}/{len(checks)}"
+                      if checks else "")
         wall, cpu = run_seconds(ledger)
-        lines.append(f"| [{slug}](src/icml26/{slug}/README.md) | {verdict_text(ledger)} | "
-                     f"{_md('; '.join(bad))} | {recorded_date(ledger)} | "
+        lines.append(f"| {link} | {_md(claim_text)} | {verdict} | {_md(verdict_text(ledger))} | "
+                     f"{check_text} | {recorded_date(ledger)} | "
                      f"{_md(None if wall is None else round(wall))} | "
                      f"{_md(None if cpu is None else round(cpu))} |")
-    lines += ["", END]
+    lines += ["", "A paper claim is PASS, FAIL, NOT EARNED (a trivial stand-in clears the bar too), "
+              "INCONCLUSIVE (its interval straddles the bar) or INCOMPLETE (a precondition or "
+              "measurement is missing); *known* marks a negative with a stated reason. Checks are "
+              "implementation and protocol checks, reported apart. Wall and CPU seconds are the "
+              "recorded default run's, on the machine its ledger names.", "", END]
     return "\n".join(lines)
 
 
@@ -580,11 +653,11 @@ def update_readmes(root: Path | None = None, *, check_only: bool = False,
     from .catalog import method_folders
     from .report import atomic_write_text
 
-    root = _root(root)
+    pkg = _pkg(root)
     changed, missing = [], []
-    targets = [(root / slug / "README.md", readme_block(load(slug, root), slug))
-               for slug in method_folders(root)]
-    top = root.parents[1] / "README.md" if top is None else top
+    targets = [(pkg / slug / "README.md", readme_block(load(slug, root), slug))
+               for slug in method_folders(pkg)]
+    top = pkg.parents[1] / "README.md" if top is None else top
     if top.is_file():
         targets.append((top, summary_block(root)))
     for path, block in targets:

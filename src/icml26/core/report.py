@@ -150,6 +150,10 @@ def machine() -> dict:
     return out
 
 
+#: Resolution of the report's PNG figures (embedded in index.html: size matters).
+FIGURE_DPI = 90
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "figure"
 
@@ -178,7 +182,7 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
         for name, fig in p.result.figures.items():
             if out_dir is not None:
                 fname = _safe(f"{outcome.slug}__{p.part}__{name}") + ".png"
-                fig.savefig(Path(out_dir) / fname, dpi=110, bbox_inches="tight")
+                fig.savefig(Path(out_dir) / fname, dpi=FIGURE_DPI, bbox_inches="tight")
                 figures[name] = fname
             plt.close(fig)
         parts.append({
@@ -628,8 +632,21 @@ def _markdown(data: dict) -> str:
 # -- HTML ------------------------------------------------------------------------------
 
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+body{font-family:system-ui,sans-serif;margin:0;color:#222;display:grid;
+grid-template-columns:minmax(12em,16em) minmax(0,1fr)}
+nav#contents{position:sticky;top:0;height:100vh;overflow-y:auto;border-right:1px solid #ddd;
+padding:1em .8em;font-size:.88em;background:#fafafa;box-sizing:border-box}
+nav#contents ul{list-style:none;padding-left:.8em;margin:.2em 0}nav#contents>ul{padding-left:0}
+nav#contents a{text-decoration:none;color:#1a4f8b}nav#contents a:hover{text-decoration:underline}
+main{max-width:1100px;padding:0 1.5em 4em;min-width:0}
+h2.paper{position:sticky;top:0;background:#fff;z-index:2;margin:0;padding:.5em 0;
+border-bottom:1px solid #ddd}
+h3.part{position:sticky;top:2.6em;background:#fff;z-index:1;margin:.8em 0 .4em;padding:.2em 0}
+@media (max-width:800px){body{display:block}nav#contents{position:static;height:auto}}
+.recorded-pass{background:#dff5e1}.recorded-fail{background:#fbe0e0}
+.recorded-none{background:#f0f0f0}
 .scroll{overflow-x:auto;max-width:100%;margin:.6em 0 1.2em;border:1px solid #e4e4e4}
+details.table>summary{cursor:pointer;font-weight:600;margin:.6em 0}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;
 text-align:left;font-size:.92em;vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -683,12 +700,38 @@ def _anchor(*names: str) -> str:
     return _safe("-".join(names))
 
 
+#: Data tables longer than this are collapsed in the HTML report (click to open).
+LONG_TABLE_ROWS = 12
+
+
+def _recorded_class(data: dict, slug: str) -> str:
+    rec = (data.get("recorded") or {}).get(slug)
+    if not rec:
+        return "recorded-none"
+    text = str(rec.get("verdict", ""))
+    return "recorded-pass" if text.endswith(" pass") and rec.get("current") is not False \
+        else "recorded-fail"
+
+
+def _contents(data: dict) -> str:
+    esc = html.escape
+    items = ["<li><a href='#summary'>Summary</a></li>",
+             "<li><a href='#what-was-run'>What was run</a></li>"]
+    for e in data["experiments"]:
+        sub = "".join(f"<li><a href='#{_anchor(e['slug'], p['part'])}'>{esc(p['part'])}</a></li>"
+                      for p in e["parts"])
+        items.append(f"<li><a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>"
+                     f"<ul>{sub}</ul></li>")
+    return f"<nav id='contents' aria-label='Contents'><strong>Contents</strong><ul>{''.join(items)}</ul></nav>"
+
+
 def _html(data: dict, out_dir: Path) -> str:
     esc = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
              f"<title>icml26 report</title><style>{_CSS}</style></head><body>"
-             f"<h1>icml26 reproduction report</h1>",
+             + _contents(data) + "<main>"
+             f"<h1 id='summary'>icml26 reproduction report</h1>",
              f"<p>Created {esc(data['created'])}"
              + (f" by <code>{esc(data['command'])}</code>" if data.get("command") else "")
              + "</p>"]
@@ -700,7 +743,9 @@ def _html(data: dict, out_dir: Path) -> str:
             text, cls = _quick_text(e) if e["quick"] else (_counts_text(_claims(e)),
                                                            _css_class(_experiment_verdict(e)))
             rows.append([f"<a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>",
-                         esc(_recorded_text(data, e["slug"])), esc(text), f"{e['seconds']:.1f}"])
+                         f"<span class='{_recorded_class(data, e['slug'])}'>"
+                         f"{esc(_recorded_text(data, e['slug']))}</span>",
+                         esc(text), f"{e['seconds']:.1f}"])
             classes.append(cls)
     else:
         columns = ("paper", "mode", "claims", "verdict", "time (s)")
@@ -727,13 +772,15 @@ def _html(data: dict, out_dir: Path) -> str:
     n_fig = 0
     for e in data["experiments"]:
         claims_text = _quick_text(e)[0] if e["quick"] else _counts_text(_claims(e))
-        parts.append(f"<h2 id='{_anchor(e['slug'])}'>{esc(e['slug'])}: {esc(e['title'])}</h2>"
+        parts.append(f"<h2 class='paper' id='{_anchor(e['slug'])}'>{esc(e['slug'])}: "
+                     f"{esc(e['title'])}</h2>"
                      f"<p>Mode: {_mode(e)} · wall time {e['seconds']:.1f} s{_cpu_text(e)} · "
                      f"claims {esc(claims_text)}</p>")
         if e["quick"]:
             parts.append(f"<p>Recorded full run: {esc(_recorded_text(data, e['slug']))}</p>")
         for p in e["parts"]:
-            parts.append(f"<h3 id='{_anchor(e['slug'], p['part'])}'>{esc(p['part'])}</h3>"
+            parts.append(f"<h3 class='part' id='{_anchor(e['slug'], p['part'])}'>"
+                         f"{esc(e['slug'])} · {esc(p['part'])}</h3>"
                          f"<p>Seeds {esc(str(p['seeds']))} · {p['seconds']:.1f} s of compute"
                          f"{_cpu_text(p)}</p>")
             if p["claims"]:
@@ -746,8 +793,6 @@ def _html(data: dict, out_dir: Path) -> str:
                              f"this part</summary><ul>" + "".join(
                                  f"<li><code>{esc(w)}</code></li>" for w in warned)
                              + "</ul></details>")
-            for name, t in p["tables"].items():
-                parts.append(f"<h4>{esc(name)}</h4>" + _html_table(t["columns"], t["rows"]))
             for name, fname in p["figures"].items():
                 png = out_dir / fname
                 if png.is_file():
@@ -759,6 +804,13 @@ def _html(data: dict, out_dir: Path) -> str:
                                  f"{esc(caption)}</figcaption></figure>")
             for note in p["notes"]:
                 parts.append(f"<blockquote>{esc(note)}</blockquote>")
+            for name, t in p["tables"].items():
+                table = _html_table(t["columns"], t["rows"])
+                if len(t["rows"]) > LONG_TABLE_ROWS:
+                    parts.append(f"<details class='table'><summary>{esc(name)} "
+                                 f"({len(t['rows'])} rows)</summary>{table}</details>")
+                else:
+                    parts.append(f"<h4>{esc(name)}</h4>" + table)
             for j in _failed_jobs(p):
                 parts.append(f"<p class='fail'>job seed {j['seed']} task "
                              f"{esc(str(j['task']))} failed:</p><pre>{esc(j['error'])}</pre>")
@@ -767,5 +819,5 @@ def _html(data: dict, out_dir: Path) -> str:
                              f"<pre>{esc(p['summarize_error'])}</pre>")
             parts.append(f"<details><summary>config</summary><pre>"
                          f"{esc(json.dumps(p['config'], indent=1))}</pre></details>")
-    parts.append("</body></html>")
+    parts.append("</main></body></html>")
     return "\n".join(parts)
