@@ -251,6 +251,7 @@ class JobResult:
     error: str | None = None  # the traceback, when the job raised
     cpu_seconds: float | None = None  # CPU time of the job's process (all its threads)
     warnings: list = field(default_factory=list)  # [{"category", "message", "count"}]
+    output: str = ""  # what the job printed (stdout and stderr), for the run's log file
 
     @property
     def ok(self) -> bool:

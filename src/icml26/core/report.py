@@ -253,6 +253,7 @@ def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
             "experiments": experiments,
         }
         atomic_write_text(stage / "results.json", json.dumps(data, indent=1, allow_nan=False))
+        atomic_write_text(stage / "run.log", run_log(outcomes))
         render_report(stage)
     return out_dir
 
@@ -282,7 +283,29 @@ def recorded_verdicts(slugs: Sequence[str]) -> dict:
     return out
 
 
-_REPORT_FILES = ("results.json", "README.md", "index.html")
+_REPORT_FILES = ("results.json", "README.md", "index.html", "run.log")
+
+
+def run_log(outcomes: Sequence) -> str:
+    """Everything the jobs printed and every warning they raised, job by job: what the
+    terminal leaves out (third-party progress bars, a method's own chatter)."""
+    lines = []
+    for o in outcomes:
+        for p in o.parts:
+            for j in p.jobs:
+                head = f"== {o.slug} · {p.part} · seed {j.seed}" + (
+                    f" · task {j.task}" if j.task is not None else "")
+                body = [j.output.rstrip()] if j.output.strip() else []
+                body += [f"warning {w['category']} ×{w['count']}: {w['message']}"
+                         for w in j.warnings or []]
+                if j.error:
+                    body.append(j.error.rstrip())
+                if body:
+                    lines += [head, *body, ""]
+            for w in p.summarize_warnings or []:
+                lines.append(f"== {o.slug} · {p.part} · summarize: warning {w['category']} "
+                             f"×{w['count']}: {w['message']}")
+    return "\n".join(lines) + ("\n" if lines else "(the jobs printed nothing)\n")
 
 
 def _report_files(out_dir: Path) -> set[str]:

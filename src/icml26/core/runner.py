@@ -172,11 +172,35 @@ def collect_warnings():
             collected.extend(_tally(caught))
 
 
+@contextlib.contextmanager
+def _captured_output(stream):
+    """Send the block's prints, stderr writes and log records bound for the terminal (a
+    library's logging handlers made before the block hold the real streams) to ``stream``."""
+    import logging
+
+    terminal = {id(sys.stdout), id(sys.stderr), id(sys.__stdout__), id(sys.__stderr__)}
+    loggers = [logging.getLogger()] + [lg for lg in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(lg, logging.Logger)]
+    moved = [(h, h.stream) for lg in loggers for h in lg.handlers
+             if type(h) is logging.StreamHandler and id(h.stream) in terminal]
+    for handler, _ in moved:
+        handler.setStream(stream)
+    try:
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+            yield
+    finally:
+        for handler, original in moved:
+            handler.setStream(original)
+
+
 def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1) -> JobResult:
     """Run one job, capturing its metrics or its traceback (never raises), its wall and CPU
     seconds and the warnings it raised."""
+    import io
+
     start, cpu = time.perf_counter(), time.process_time()
-    with collect_warnings() as caught:
+    output = io.StringIO()
+    with collect_warnings() as caught, _captured_output(output):
         try:
             with _limited_threads(threads):
                 if task is None:
@@ -189,8 +213,16 @@ def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1) -
             metrics, error = jsonable(metrics), None
         except Exception:  # noqa: BLE001 - a failing job is reported, the run goes on
             metrics, error = None, traceback.format_exc()
+    text = output.getvalue()
+    if len(text) > JOB_OUTPUT_LIMIT:
+        text = text[:JOB_OUTPUT_LIMIT // 2] + "\n[... output cut ...]\n" + text[-JOB_OUTPUT_LIMIT // 2:]
     return JobResult(part_name, seed, task, metrics, time.perf_counter() - start, error=error,
-                     cpu_seconds=time.process_time() - cpu, warnings=caught)
+                     cpu_seconds=time.process_time() - cpu, warnings=caught, output=text)
+
+
+#: Characters of a job's printed output (its prints, third-party progress bars) kept for the
+#: run's log file; the terminal shows progress and results only.
+JOB_OUTPUT_LIMIT = 20_000
 
 
 def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int,

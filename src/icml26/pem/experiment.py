@@ -32,6 +32,7 @@ import pandas as pd
 
 from icml26.core.claims import Measurement
 from icml26.core.experiment import Experiment, Part, Result, register
+from icml26.core.figures import subplots
 from icml26.core.stats import loglog_slope, win_fraction_interval
 
 from .baselines import ResampleCMA, SepCMABaseline, UHCMA
@@ -198,13 +199,8 @@ def _median_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _figure_bbob(frame: pd.DataFrame, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     algos = [a for a in ALGORITHMS if a in set(frame.algorithm)]
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig, ax = subplots(figsize=(9, 4))
     med = frame.pivot_table(index="function", columns="algorithm", values="delta_f",
                             aggfunc="median")
     for a in algos:
@@ -347,12 +343,7 @@ def summarize_mechanism(jobs, config: MechanismConfig) -> Result:
         "shrink_frac_sets": float(np.mean(sets["mse_shrunk"] <= 0.8 * sets["mse_hard"])),
         "jensen": float(sets["jensen_ratio"].mean())}
     summary = sets.describe().loc[["mean", "std", "min", "max"]].round(4).reset_index()
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 4))
+    fig, ax = subplots(figsize=(5, 4))
     ax.scatter(sets["mse_hard"], sets["mse_rbpem"], s=12)
     lim = float(max(sets["mse_hard"].max(), sets["mse_rbpem"].max()))
     ax.plot([0, lim], [0, lim], "k--", lw=1, label="equal")
