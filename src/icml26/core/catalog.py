@@ -281,7 +281,7 @@ def write(path: Path | None = None) -> tuple[Path, dict]:
     """Regenerate ``catalogue.json`` (imports every method); return it and the import errors."""
     path = Path(path or CATALOGUE_FILE)
     doc, errors = build()
-    from .report import atomic_write_text
+    from .io import atomic_write_text
 
     atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return path, errors

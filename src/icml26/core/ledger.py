@@ -173,7 +173,7 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
     failed job, or a report without ``slug``.
     """
     from .experiment import get_experiment
-    from .report import atomic_write_text
+    from .io import atomic_write_bytes, atomic_write_text
 
     found = [e for e in data.get("experiments", []) if e.get("slug") == slug]
     if not found:
@@ -224,9 +224,7 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
     with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:  # same bytes for same jobs
         gz.write(json.dumps({k: jobs[k] for k in sorted(jobs) if k in parts},
                             sort_keys=True, allow_nan=True).encode("utf-8"))
-    tmp = folder / f".{JOBS_FILE}.tmp"
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(folder / JOBS_FILE)
+    atomic_write_bytes(folder / JOBS_FILE, buf.getvalue())
     return folder / LEDGER_FILE
 
 
@@ -651,7 +649,7 @@ def update_readmes(root: Path | None = None, *, check_only: bool = False,
     With ``check_only`` nothing is written.
     """
     from .catalog import method_folders
-    from .report import atomic_write_text
+    from .io import atomic_write_text
 
     pkg = _pkg(root)
     changed, missing = [], []

@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from .io import atomic_write_text, umask
+
 #: What a table shows for a value that is undefined for a row (no finite measurement).
 UNDEFINED = "—"
 
@@ -49,32 +51,6 @@ QUICK_CAVEAT = ("Quick mode is a smoke check: toy-scale configs show that every 
                 "scale (a sign test over two seeds, an under-trained network), so failures here "
                 "are expected. The verdicts that speak for the paper are those of the full runs "
                 "(`icml26 run <slug>`, recorded in each method README).")
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename.
-
-    The file gets the mode a plain ``open(path, "w")`` would give (0644 under the usual
-    umask 022), not the 0600 of :func:`tempfile.mkstemp`.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def default_out_dir() -> Path:
@@ -349,7 +325,7 @@ def _staged_report(out_dir: Path):
     stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.report-", dir=out_dir.parent))
     try:
         yield stage
-        os.chmod(stage, 0o777 & ~_umask())
+        os.chmod(stage, 0o777 & ~umask())
         old = _report_files(out_dir)
         present = {p.name for p in out_dir.iterdir()}
         whole = present <= old and out_dir.resolve() != Path.cwd().resolve()

@@ -446,8 +446,3 @@ def _check_signature(part: Part) -> None:
     if len(params) < want:
         raise TypeError(f"part {part.name!r}: run must take {want} arguments "
                         f"(config, seed{', task' if want == 3 else ''})")
-
-
-def default_jobs() -> int:
-    """Worker processes to use by default: the machine's cores."""
-    return max(1, os.cpu_count() or 1)
