@@ -20,6 +20,7 @@ Examples
 >>> import torch
 >>> stats = LayerStats(4)
 >>> stats.update(torch.randn(2, 500, 4, generator=torch.Generator().manual_seed(0)))
+LayerStats(d_model=4, n_tokens=1000)
 >>> round(capacity_metrics(stats.cov())["entropy_norm"], 2)
 1.0
 """
@@ -80,7 +81,8 @@ class LayerStats:
     Examples
     --------
     >>> x = torch.randn(300, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    >>> s = LayerStats(3); s.update(x[:100]); s.update(x[100:])
+    >>> s = LayerStats(3).update(x[:100]).update(x[100:]); s.n_tokens
+    300
     >>> bool(torch.allclose(s.cov(), torch.cov(x.T, correction=0)))
     True
     """
