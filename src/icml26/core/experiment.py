@@ -73,20 +73,11 @@ def _is_bad_number(value: Any) -> bool:
 
 
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        if not math.isfinite(v):
-            return str(v)
-        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
-            return f"{v:.3g}"
-        return f"{v:.4g}"
-    return str(value)
+    from .claims import fmt_number
+
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        value = value.item()
+    return fmt_number(value)
 
 
 @dataclass

@@ -511,19 +511,12 @@ def compare(ledger: dict, experiment: dict) -> list[dict]:
 # -- README blocks -----------------------------------------------------------------------
 
 def _fmt(value: Any) -> str:
-    if value is None:
+    """:func:`icml26.core.claims.fmt_number`, with "—" for a missing or non-finite value."""
+    from .claims import fmt_number
+
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "—"
-        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
-            return f"{value:.3g}"
-        return f"{value:.4g}"
-    return str(value)
+    return fmt_number(value)
 
 
 def _md(text: Any) -> str:
