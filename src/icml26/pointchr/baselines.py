@@ -379,7 +379,7 @@ class HyCoReLite(nn.Module):
         idx = (xyz - anchor[:, None]).norm(dim=-1).topk(m, largest=False).indices
         part = torch.gather(xyz, 1, idx[..., None].expand(b, m, 3))
         whole_z, part_z = self.embed(xyz), self.embed(part)
-        k = -torch.as_tensor(self.c, dtype=xyz.dtype)
+        k = -torch.as_tensor(self.c, dtype=xyz.dtype, device=xyz.device)
         entail = F.relu(stereo_math.dist0(whole_z, k=k) - stereo_math.dist0(part_z, k=k)
                         + self.margin).mean()
         pair = stereo_math.dist(part_z[:, None], whole_z[None], k=k)       # (B, B)
