@@ -38,9 +38,8 @@ TorchScript functions (e.g. geoopt's maps) do not call ``__torch_function__``; i
 block their calls are checked and their outputs kept on the fake device by a wrapper.
 
 ``FakeCuda`` (a ``TorchFunctionMode``) turns every ``device="cuda"`` creation and transfer
-into a FakeCudaTensor, and for the duration of the block makes ``Module.to()`` replace
-parameters (``torch.__future__.set_overwrite_module_params_on_conversion``) so a moved
-module's parameters are FakeCudaTensors, and lets :func:`icml26.core.device.resolve_device`
+into a FakeCudaTensor; ``param.data = fake`` (what ``Module.to()`` does) switches the parameter
+object itself to the fake class, so it keeps its identity (tied weights stay tied); it also lets :func:`icml26.core.device.resolve_device`
 accept ``"cuda"``.
 
 Limits (real CUDA covers them where ``torch.cuda.is_available()``): only calls made from
@@ -231,6 +230,7 @@ def _check(func, name: str, args, kwargs) -> None:
             raise _mixing_error(name, f"#{i}")
 
 
+_SET_DATA = torch.Tensor.data.__set__
 _GET_DEVICE = torch.Tensor.device.__get__
 _GET_IS_CUDA = torch.Tensor.is_cuda.__get__
 _GET_IS_CPU = torch.Tensor.is_cpu.__get__
@@ -244,6 +244,32 @@ _NO_CHECK = {"_has_compatible_shallow_copy_type", "is_same_size", "is_set_to", "
              "register_hook", "retain_grad", "backward"}
 
 
+def _set_data(args) -> None:
+    """``t.data = value`` (what ``Module.to()`` does to a parameter): ``t`` keeps its identity
+    (so tied weights stay tied and optimizers keep their references) and takes the value's
+    device, by switching its class between the plain and the fake variant."""
+    self, value = args
+    with torch._C.DisableTorchFunctionSubclass():
+        _SET_DATA(self, value)
+    if is_fake(value) and not is_fake(self):
+        self.__class__ = _fake_class(type(self))
+    elif not is_fake(value) and is_fake(self):
+        self.__class__ = _PLAIN_OF.get(type(self), torch.Tensor)
+
+
+_FAKE_OF: dict = {}
+_PLAIN_OF: dict = {}
+
+
+def _fake_class(cls):
+    if cls is torch.Tensor:
+        return FakeCudaTensor
+    if cls not in _FAKE_OF:
+        fake = type(f"FakeCuda{cls.__name__}", (FakeCudaTensor, cls), {})
+        _FAKE_OF[cls], _PLAIN_OF[fake] = fake, cls
+    return _FAKE_OF[cls]
+
+
 class FakeCudaTensor(torch.Tensor):
     """CPU data that reports ``cuda:0`` and raises where CUDA would (see the module docs)."""
 
@@ -254,6 +280,8 @@ class FakeCudaTensor(torch.Tensor):
         name = _name(func)
         if func == _GET_DEVICE:
             return FAKE_DEVICE
+        if func == _SET_DATA:
+            return _set_data(args)
         if func == _GET_IS_CUDA:
             return True
         if func == _GET_IS_CPU:
@@ -345,9 +373,6 @@ class FakeCuda(TorchFunctionMode):
 
     def __enter__(self):
         self.rng_draws = []
-        old = torch.__future__.get_overwrite_module_params_on_conversion()
-        torch.__future__.set_overwrite_module_params_on_conversion(True)
-        self._stack.callback(torch.__future__.set_overwrite_module_params_on_conversion, old)
         try:
             from icml26.core import device as core_device
             self._stack.enter_context(core_device._fake_cuda_available())
@@ -371,6 +396,8 @@ class FakeCuda(TorchFunctionMode):
         kwargs = kwargs or {}
         name = _name(func)
         base = _base_name(name)
+        if func == _SET_DATA:
+            return _set_data(args)
         if base in _TRANSFER and base != "copy" and args and isinstance(args[0], torch.Tensor):
             return _transfer(base, args, kwargs)
         device = kwargs.get("device")

@@ -228,3 +228,16 @@ def test_check_entry_fails_when_numpy_does_not_stay_numpy():
 def test_check_entry_fails_when_outputs_stay_on_the_cpu():
     with pytest.raises(AssertionError, match="expected cuda:0"):
         check_entry(DeviceEntry("demo.cpu", lambda dev: torch.ones(2)), "fake")
+
+
+def test_fake_keeps_tied_weights_tied_and_parameter_identity(fake):
+    emb = torch.nn.Embedding(5, 3)
+    head = torch.nn.Linear(3, 5, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.ModuleDict({"emb": emb, "head": head})
+    before = emb.weight
+    model.to(fake.device)
+    assert model["head"].weight is model["emb"].weight is before
+    assert is_fake(before) and isinstance(before, torch.nn.Parameter)
+    model.cpu()
+    assert not is_fake(before) and before.device.type == "cpu"
