@@ -94,14 +94,19 @@ class UnrelatedTOPLoss(TOPLoss):
 
 
 def shuffle_window_scores(score: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Permute the finite entries of each row of ``score`` among themselves (−inf stay put)."""
+    """Permute the finite entries of each row of ``score`` among themselves (−inf stay put).
+
+    The permutation keys are drawn on the CPU from ``generator`` and moved to ``score``'s
+    device, so a seed gives the same shuffle on every device."""
     finite = torch.isfinite(score)
     n_slots = score.shape[-1]
-    keys = torch.rand(score.shape, generator=generator)
-    keys = torch.where(finite, keys, torch.tensor(2.0))          # finite values first, shuffled
+    keys = torch.rand(score.shape, generator=generator).to(score.device)
+    keys = torch.where(finite, keys, 2.0)                        # finite values first, shuffled
     values = score.gather(-1, keys.argsort(dim=-1))
-    slots = torch.where(finite, torch.arange(n_slots), n_slots).sort(dim=-1).values
-    out = torch.full((*score.shape[:-1], n_slots + 1), float("-inf"), dtype=score.dtype)
+    slots = torch.where(finite, torch.arange(n_slots, device=score.device), n_slots)
+    slots = slots.sort(dim=-1).values
+    out = torch.full((*score.shape[:-1], n_slots + 1), float("-inf"), dtype=score.dtype,
+                     device=score.device)
     out.scatter_(-1, slots, values)                               # sentinel column takes the −inf
     return out[..., :n_slots]
 
