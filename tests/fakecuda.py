@@ -103,6 +103,8 @@ _RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "r
            "alpha_dropout", "feature_alpha_dropout", "rrelu", "trunc_normal", "xavier_uniform",
            "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse",
            "gumbel_softmax"}
+# Calls that take a ``device=`` without creating a tensor on it.
+_NOT_FACTORIES = {"_parse_to"}
 _NO_DRAW_WHEN_EVAL = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
                       "feature_alpha_dropout", "rrelu"}
 
@@ -401,7 +403,7 @@ class FakeCuda(TorchFunctionMode):
         if base in _TRANSFER and base != "copy" and args and isinstance(args[0], torch.Tensor):
             return _transfer(base, args, kwargs)
         device = kwargs.get("device")
-        if device is not None and _is_fake_device(device):
+        if device is not None and _is_fake_device(device) and name not in _NOT_FACTORIES:
             _check_index(device)
             kwargs = dict(kwargs, device="cpu")
             if base in _RANDOM:

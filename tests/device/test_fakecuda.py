@@ -241,3 +241,9 @@ def test_fake_keeps_tied_weights_tied_and_parameter_identity(fake):
     assert is_fake(before) and isinstance(before, torch.nn.Parameter)
     model.cpu()
     assert not is_fake(before) and before.device.type == "cpu"
+
+
+def test_fake_module_to_with_keywords(fake):
+    lin = torch.nn.Linear(2, 2)
+    lin.to(device=fake.device, dtype=torch.float64)
+    assert lin.weight.device == FAKE_DEVICE and lin.weight.dtype == torch.float64
