@@ -210,8 +210,8 @@ def _check(func, name: str, args, kwargs) -> None:
                     and is_fake(self) and (key_tensors or base != "setitem"):
                 raise FakeDeviceError(f"expected device {FAKE_DEVICE} but got device cpu for "
                                       f"value tensor [fake cuda]")
-            if is_fake(values) and not is_fake(self):
-                raise _mixing_error(name, "values")
+            if is_fake(values) and not is_fake(self) and (key_tensors or base != "setitem"):
+                raise _mixing_error(name, "values")      # a slice assignment is a copy: allowed
         return
     flat = _tensors((args, kwargs))
     if not any(is_fake(t) for t in flat):

@@ -247,3 +247,12 @@ def test_fake_module_to_with_keywords(fake):
     lin = torch.nn.Linear(2, 2)
     lin.to(device=fake.device, dtype=torch.float64)
     assert lin.weight.device == FAKE_DEVICE and lin.weight.dtype == torch.float64
+
+
+def test_fake_slice_assignment_into_cpu_is_a_copy_but_index_put_is_not(fake):
+    x = _x(fake)
+    cpu = torch.zeros(4)
+    cpu[1:4] = x
+    assert cpu.tolist() == [0.0, 0.0, 1.0, 2.0]
+    with pytest.raises(FakeDeviceError):
+        cpu[torch.tensor([0, 1, 2])] = x
