@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -67,7 +68,24 @@ class FakeDeviceError(RuntimeError):
 
 
 def is_fake(t) -> bool:
-    return isinstance(t, FakeCudaTensor)
+    """Whether ``t`` lives on the fake device (a FakeCudaTensor, or a marked sparse tensor)."""
+    if isinstance(t, FakeCudaTensor):
+        return True
+    ref = _SPARSE.get(id(t))
+    return ref is not None and ref() is t
+
+
+# Sparse tensors cannot be re-classed (no storage): the ones on the fake device are marked here
+# (by id, with a weak reference that drops the mark when the tensor dies) and handled by the mode.
+_SPARSE: dict = {}
+
+
+def _mark_sparse(t: torch.Tensor) -> torch.Tensor:
+    key = id(t)
+    _SPARSE[key] = weakref.ref(t, lambda _ref, key=key: _SPARSE.pop(key, None))
+    return t
+
+
 
 
 def _name(func) -> str:
@@ -147,27 +165,37 @@ def _transfer(base: str, args, kwargs):
         _check_index(target)
     plain = _unwrap_to_plain(src)
     with torch._C.DisableTorchFunctionSubclass():
-        out = plain.to(dtype=dtype or plain.dtype, copy=copy,
-                       memory_format=memory_format or torch.preserve_format)
+        extra = {} if memory_format is None else {"memory_format": memory_format}
+        out = plain.to(dtype=dtype or plain.dtype, copy=copy, **extra)
         if out is plain and to_fake != is_fake(src):
             out = out.clone()
     if out is plain:
         return src
-    return out.as_subclass(FakeCudaTensor) if to_fake else out
+    if to_fake:
+        return _to_fake(out)
+    _SPARSE.pop(id(out), None)
+    return out
 
 
 def _is_fake_device(dev) -> bool:
     return dev is not None and torch.device(dev).type == "cuda"
 
 
+def _to_fake(t):
+    if not isinstance(t, torch.Tensor) or is_fake(t):
+        return t
+    with torch._C.DisableTorchFunctionSubclass():
+        strided = t.layout == torch.strided
+    return t.as_subclass(FakeCudaTensor) if strided else _mark_sparse(t)
+
+
 def _wrap(obj):
-    return tree_map(lambda t: t.as_subclass(FakeCudaTensor)
-                    if isinstance(t, torch.Tensor) and not is_fake(t) else t, obj)
+    return tree_map(_to_fake, obj)
 
 
 def _unwrap_to_plain(t):
     with torch._C.DisableTorchFunctionSubclass():
-        return t.as_subclass(torch.Tensor) if is_fake(t) else t
+        return t.as_subclass(torch.Tensor) if isinstance(t, FakeCudaTensor) else t
 
 
 def _record_draw(name: str, args, kwargs) -> None:
@@ -278,54 +306,62 @@ class FakeCudaTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         __tracebackhide__ = True
-        kwargs = kwargs or {}
-        name = _name(func)
-        if func == _GET_DEVICE:
-            return FAKE_DEVICE
-        if func == _SET_DATA:
-            return _set_data(args)
-        if func == _GET_IS_CUDA:
-            return True
-        if func == _GET_IS_CPU:
-            return False
-        if name == "get_device":
-            return FAKE_DEVICE.index
-        if name in ("numpy", "__array__"):
-            raise TypeError(f"can't convert {FAKE_DEVICE} device type tensor to numpy. Use "
-                            f"Tensor.cpu() to copy the tensor to host memory first. [fake cuda]")
-        if name in ("__repr__", "__str__", "__format__"):
-            with torch._C.DisableTorchFunctionSubclass():
-                return f"{func(*args, **kwargs)} [fake {FAKE_DEVICE}]"
-        if func == _GET_GRAD:
-            self = args[0]
-            with torch._C.DisableTorchFunctionSubclass():
-                grad = self.grad
-                if grad is not None and not is_fake(grad):
-                    grad = grad.as_subclass(FakeCudaTensor)
-                    self.grad = grad
-            return grad
-        if func == _SET_GRAD:
-            self, value = args
-            if value is not None and is_fake(self) != is_fake(value):
-                raise FakeDeviceError("assigned grad has data located on a different device "
-                                      "[fake cuda]")
-        base = _base_name(name)
-        if base in _TRANSFER and base != "copy":
-            return _transfer(base, args, kwargs)
-        _check(func, name, args, kwargs)
-        on_device = _output_on_device(base, args, kwargs)
-        if base in _RANDOM and on_device:
-            drew = _check_generator(name, kwargs, on_device)
-            if not drew and _draws(base, args, kwargs):
-                _record_draw(base, args, kwargs)
+        return _handle(func, args, kwargs or {})
+
+
+def _handle(func, args, kwargs):
+    """One torch call with a fake tensor among its arguments (see the module docs)."""
+    __tracebackhide__ = True
+    name = _name(func)
+    if func == _GET_DEVICE:
+        return FAKE_DEVICE
+    if func == _SET_DATA:
+        return _set_data(args)
+    if func == _GET_IS_CUDA:
+        return True
+    if func == _GET_IS_CPU:
+        return False
+    if name == "get_device":
+        return FAKE_DEVICE.index
+    if name in ("numpy", "__array__"):
+        raise TypeError(f"can't convert {FAKE_DEVICE} device type tensor to numpy. Use "
+                        f"Tensor.cpu() to copy the tensor to host memory first. [fake cuda]")
+    if name in ("__repr__", "__str__", "__format__"):
         with torch._C.DisableTorchFunctionSubclass():
-            ret = func(*args, **kwargs)
-        if func in _NOWRAP or not on_device:
+            return f"{func(*args, **kwargs)} [fake {FAKE_DEVICE}]"
+    if func == _GET_GRAD:
+        self = args[0]
+        with torch._C.DisableTorchFunctionSubclass():
+            grad = self.grad
+            if grad is not None and not is_fake(grad):
+                grad = grad.as_subclass(FakeCudaTensor)
+                self.grad = grad
+        return grad
+    if func == _SET_GRAD:
+        self, value = args
+        if value is not None and is_fake(self) != is_fake(value):
+            raise FakeDeviceError("assigned grad has data located on a different device "
+                                  "[fake cuda]")
+    base = _base_name(name)
+    if base in _TRANSFER and base != "copy":
+        return _transfer(base, args, kwargs)
+    _check(func, name, args, kwargs)
+    on_device = _output_on_device(base, args, kwargs)
+    if _is_fake_device(kwargs.get("device")) and name not in _NOT_FACTORIES:
+        _check_index(kwargs["device"])
+        kwargs = dict(kwargs, device="cpu")              # computed on the CPU, wrapped below
+    if base in _RANDOM and on_device:
+        drew = _check_generator(name, kwargs, on_device)
+        if not drew and _draws(base, args, kwargs):
+            _record_draw(base, args, kwargs)
+    with torch._C.DisableTorchFunctionSubclass():
+        ret = func(*args, **kwargs)
+    if func in _NOWRAP or not on_device:
+        return ret
+    if base == "copy" or (name.endswith("_") and not name.startswith("__")):
+        if args and ret is args[0]:
             return ret
-        if base == "copy" or (name.endswith("_") and not name.startswith("__")):
-            if args and ret is args[0]:
-                return ret
-        return _wrap(ret)
+    return _wrap(ret)
 
 
 def _output_on_device(base: str, args, kwargs) -> bool:
@@ -402,6 +438,10 @@ class FakeCuda(TorchFunctionMode):
             return _set_data(args)
         if base in _TRANSFER and base != "copy" and args and isinstance(args[0], torch.Tensor):
             return _transfer(base, args, kwargs)
+        if any(is_fake(t) for t in _tensors((args, kwargs))):
+            # directly, not through the subclass: some constructors (sparse_coo_tensor) parse
+            # their tensors without dispatching to a subclass, and marked sparse tensors are plain
+            return _handle(func, args, kwargs)
         device = kwargs.get("device")
         if device is not None and _is_fake_device(device) and name not in _NOT_FACTORIES:
             _check_index(device)

@@ -256,3 +256,19 @@ def test_fake_slice_assignment_into_cpu_is_a_copy_but_index_put_is_not(fake):
     assert cpu.tolist() == [0.0, 0.0, 1.0, 2.0]
     with pytest.raises(FakeDeviceError):
         cpu[torch.tensor([0, 1, 2])] = x
+
+
+def test_fake_sparse_tensors_are_tracked(fake):
+    idx = torch.tensor([[0, 1], [1, 0]], device="cuda")
+    adj = torch.sparse_coo_tensor(idx, torch.ones(2, device="cuda"), (2, 2)).coalesce()
+    csr = adj.to_sparse_csr()
+    assert adj.device == FAKE_DEVICE and csr.device == FAKE_DEVICE and is_fake(csr)
+    out = csr @ torch.ones(2, 3, device="cuda")
+    assert is_fake(out) and out.sum().item() == 6.0
+    with pytest.raises(FakeDeviceError):
+        csr @ torch.ones(2, 3)
+    cpu_adj = torch.sparse_coo_tensor(torch.tensor([[0], [1]]), torch.ones(1), (2, 2))
+    moved = cpu_adj.to(fake.device)
+    assert moved.device == FAKE_DEVICE and moved.cpu().device.type == "cpu"
+    with pytest.raises(FakeDeviceError):
+        cpu_adj.to_sparse_csr() @ torch.ones(2, 3, device="cuda")
