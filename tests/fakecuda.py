@@ -137,6 +137,11 @@ def _tensors(obj) -> list:
     return [t for t in tree_flatten(obj)[0] if isinstance(t, torch.Tensor)]
 
 
+def _device_of(t) -> torch.device:
+    """A tensor's device as a user sees it (marked sparse tensors report CPU to torch itself)."""
+    return FAKE_DEVICE if is_fake(t) else t.device
+
+
 def _transfer(base: str, args, kwargs):
     """``to`` / ``cpu`` / ``cuda`` / ``type_as`` with the fake device as source or target.
 
@@ -150,16 +155,16 @@ def _transfer(base: str, args, kwargs):
         dev = kwargs.get("device", args[1] if len(args) > 1 else None)
         target = torch.device("cuda", dev) if isinstance(dev, int) else torch.device(dev or "cuda")
     elif base == "type_as":
-        target, dtype = args[1].device, args[1].dtype
+        target, dtype = _device_of(args[1]), args[1].dtype
     else:
         kw = {k: v for k, v in kwargs.items() if k != "copy"}
         copy = bool(kwargs.get("copy", False))
         if len(args) > 1 and isinstance(args[1], torch.Tensor):
-            target, dtype = args[1].device, args[1].dtype      # .to(other): other's device too
+            target, dtype = _device_of(args[1]), args[1].dtype   # .to(other): other's device too
         else:
             target, dtype, _, memory_format = torch._C._nn._parse_to(*args[1:], **kw)
         if target is None:
-            target = src.device
+            target = _device_of(src)
     to_fake = _is_fake_device(target)
     if to_fake:
         _check_index(target)
