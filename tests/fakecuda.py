@@ -51,6 +51,7 @@ Python are checked (what a C++ kernel does internally is not), ``torch.Generator
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import weakref
 
@@ -312,6 +313,21 @@ class FakeCudaTensor(torch.Tensor):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         __tracebackhide__ = True
         return _handle(func, args, kwargs or {})
+
+    def __deepcopy__(self, memo):
+        """A copy on the fake device, of the same class (parameters stay parameters)."""
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch._C.DisableTorchFunctionSubclass():
+            data = self.detach().clone()
+            grad = self.grad
+        new = torch.Tensor._make_subclass(type(self), data, self.requires_grad)
+        memo[id(self)] = new
+        if grad is not None:
+            with torch._C.DisableTorchFunctionSubclass():
+                new.grad = _to_fake(copy.deepcopy(grad, memo))
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
 
 
 def _handle(func, args, kwargs):

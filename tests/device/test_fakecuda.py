@@ -272,3 +272,14 @@ def test_fake_sparse_tensors_are_tracked(fake):
     assert moved.device == FAKE_DEVICE and moved.cpu().device.type == "cpu"
     with pytest.raises(FakeDeviceError):
         cpu_adj.to_sparse_csr() @ torch.ones(2, 3, device="cuda")
+
+
+def test_fake_deepcopy_keeps_the_device_and_the_class(fake):
+    import copy
+
+    lin = torch.nn.Linear(2, 2).to(fake.device)
+    twin = copy.deepcopy(lin)
+    assert is_fake(twin.weight) and isinstance(twin.weight, torch.nn.Parameter)
+    assert twin.weight is not lin.weight and torch.equal(twin.weight.cpu(), lin.weight.cpu())
+    state = copy.deepcopy(lin.state_dict())
+    assert all(is_fake(v) for v in state.values())
