@@ -250,12 +250,15 @@ def _shapes(obj):
 
 
 def load_registry() -> dict:
-    """``{slug: (ENTRIES, NO_DEVICE)}`` from every ``tests/<slug>/test_<slug>_device.py``."""
+    """``{slug: (ENTRIES, NO_DEVICE, FOLLOWS_INPUTS)}`` from every
+    ``tests/<slug>/test_<slug>_device.py``. ``FOLLOWS_INPUTS`` names estimators that take no
+    ``device=`` because they compute where their tensor inputs (or given model) live."""
     out = {}
     for path in sorted(TESTS.glob("*/test_*_device.py")):
         slug = path.parent.name
         spec = importlib.util.spec_from_file_location(f"_device_registry_{slug}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        out[slug] = (list(getattr(module, "ENTRIES", [])), dict(getattr(module, "NO_DEVICE", {})))
+        out[slug] = (list(getattr(module, "ENTRIES", [])), dict(getattr(module, "NO_DEVICE", {})),
+                     dict(getattr(module, "FOLLOWS_INPUTS", {})))
     return out

@@ -123,3 +123,6 @@ def test_pairs_follow_the_toy_and_move():
         assert {pairs.emotional.device, pairs.labels.device, pairs.visual_mask.device} == {fake.device}
         back = pairs.to("cpu")
         assert back.labels.device.type == "cpu" and back.emotional.device.type == "cpu"
+
+FOLLOWS_INPUTS = {"SteeringVectors": "fit(model, pairs, wheel) runs on the model's device "
+                                     "(pairs are moved there)"}

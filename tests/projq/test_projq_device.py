@@ -163,3 +163,5 @@ def test_activation_stats_accumulate_on_the_data_device():
         stats.update(torch.ones(4, 3).to(fake.device))
         stats.update(torch.ones(2, 3))                      # a CPU batch joins the device sum
         assert stats.G.device == fake.device and stats.N == 6
+
+FOLLOWS_INPUTS = {"ProjQ": "fit(W, stats) computes on the device of W and the statistics"}
