@@ -6,7 +6,8 @@
   ``device="cpu"`` and resolve it in ``fit``).
 * :func:`job_device` is the device ``icml26 run SLUG --device ...`` chose for the running job
   (the runner sets ``ICML26_DEVICE`` per job; a part's config is never changed, so recorded
-  ledgers stay current). Default ``"cpu"``.
+  ledgers stay current). Default ``"cpu"``. A part whose ``run`` is decorated with
+  :func:`uses_device` builds its torch models there.
 * :func:`seeded_rng` seeds torch's CPU generator (and the one CUDA generator a block draws
   on) for a block and restores them after, so a seeded build never moves the caller's RNG.
 * :func:`to_numpy` is the one way a tensor leaves torch: detached, on the CPU, as numpy.
@@ -21,7 +22,9 @@ import os
 import re
 
 __all__ = ["DEVICE_ENV", "DEVICE_CHOICES", "resolve_device", "check_device_spec", "job_device",
-           "seeded_rng", "to_numpy", "deterministic_cuda_env", "CUBLAS_WORKSPACE"]
+           "uses_device", "cpu_only", "part_uses_device", "device_note", "device_cache_key",
+           "seeded_rng", "to_numpy", "deterministic_cuda_env",
+           "CUBLAS_WORKSPACE"]
 
 DEVICE_ENV = "ICML26_DEVICE"
 DEVICE_CHOICES = "'cpu', 'cuda', 'cuda:N' or 'auto'"
@@ -138,6 +141,52 @@ def job_device() -> str:
     True
     """
     return str(resolve_device(os.environ.get(DEVICE_ENV, "cpu") or "cpu", DEVICE_ENV))
+
+
+def device_cache_key() -> dict:
+    """What a cache key adds for the running job's device: nothing on the CPU (so the keys of CPU
+    runs, and recorded results, are unchanged), ``{"device": "cuda"}`` on another device type
+    (its kernels and generators give other numbers, which must not be served to a CPU run)."""
+    kind = job_device().split(":")[0]
+    return {} if kind == "cpu" else {"device": kind}
+
+
+def uses_device(run):
+    """Mark a part's ``run`` function as honouring ``icml26 run --device``: it builds its torch
+    models and estimators on :func:`job_device`. ``--dry-run`` says which parts do not.
+
+    Examples
+    --------
+    >>> @uses_device
+    ... def run(config, seed):
+    ...     return {"device": job_device()}
+    >>> run.uses_device
+    True
+    """
+    run.uses_device = True
+    return run
+
+
+def cpu_only(reason: str):
+    """Mark a part's ``run`` as staying on the CPU whatever ``--device`` says, with the reason
+    ``--dry-run`` prints (e.g. "a CPU-seconds measurement")."""
+    def mark(run):
+        run.cpu_only = str(reason)
+        return run
+    return mark
+
+
+def part_uses_device(part) -> bool:
+    """Whether a :class:`~icml26.core.experiment.Part`'s ``run`` honours ``--device``."""
+    return bool(getattr(part.run, "uses_device", False))
+
+
+def device_note(part, device: str) -> str:
+    """Where a part runs under ``--device device``, in words (for ``--dry-run``)."""
+    if part_uses_device(part):
+        return f"device {device}"
+    reason = getattr(part.run, "cpu_only", None) or "this part runs no torch model on the device"
+    return f"device cpu ({reason}; --device does not apply)"
 
 
 def deterministic_cuda_env() -> None:
