@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from torch.nn import functional as F
 
-from icml26.core.device import resolve_device, seeded_rng, to_numpy
+from icml26.core.device import deterministic_cuda_env, resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import (check_choice, check_finite_array, check_int, check_scalar_in,
                                     check_vector)
 
@@ -40,9 +40,11 @@ def deterministic_torch(threads: int = 1):
 
     Float sums are split differently over different thread counts, and training amplifies those
     last-bit differences into points of accuracy; a fixed count makes a seed's numbers the same
-    whatever the machine, the number of jobs or the caller's thread setting.
+    whatever the machine, the number of jobs or the caller's thread setting. On CUDA,
+    ``CUBLAS_WORKSPACE_CONFIG`` is set (unless set) so deterministic cuBLAS calls can run.
     """
     threads = check_int(threads, "threads", min_value=1)
+    deterministic_cuda_env()     # cuBLAS needs a fixed workspace for deterministic CUDA matmuls
     old_threads, old_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.set_num_threads(threads)
