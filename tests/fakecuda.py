@@ -314,6 +314,12 @@ class FakeCudaTensor(torch.Tensor):
         __tracebackhide__ = True
         return _handle(func, args, kwargs or {})
 
+    def __reduce_ex__(self, protocol):
+        """Saved (``torch.save``, pickle) as a plain CPU tensor: loads with ``weights_only``."""
+        with torch._C.DisableTorchFunctionSubclass():
+            plain = torch.Tensor._make_subclass(torch.Tensor, self.detach(), self.requires_grad)
+            return plain.__reduce_ex__(protocol)
+
     def __deepcopy__(self, memo):
         """A copy on the fake device, of the same class (parameters stay parameters)."""
         if id(self) in memo:

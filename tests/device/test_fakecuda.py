@@ -283,3 +283,13 @@ def test_fake_deepcopy_keeps_the_device_and_the_class(fake):
     assert twin.weight is not lin.weight and torch.equal(twin.weight.cpu(), lin.weight.cpu())
     state = copy.deepcopy(lin.state_dict())
     assert all(is_fake(v) for v in state.values())
+
+
+def test_fake_tensors_save_and_load_with_weights_only(fake, tmp_path):
+    lin = torch.nn.Linear(2, 2).to(fake.device)
+    torch.save(lin.state_dict(), tmp_path / "w.pt")
+    state = torch.load(tmp_path / "w.pt", weights_only=True)
+    assert torch.equal(state["weight"], lin.weight.detach().cpu())
+    fresh = torch.nn.Linear(2, 2).to(fake.device)
+    fresh.load_state_dict(state)
+    assert is_fake(fresh.weight) and torch.equal(fresh.weight.cpu(), lin.weight.cpu())
