@@ -443,6 +443,12 @@ class FakeCuda(TorchFunctionMode):
             self._stack.enter_context(core_device._fake_cuda_available())
         except ImportError:  # pragma: no cover - the helper also works without icml26
             pass
+        # libraries that see a CUDA tensor may ask the runtime about the device (transformers'
+        # hub kernels ask its compute capability): answer as a plain sm_80 GPU would
+        for name, value in (("get_device_capability", lambda device=None: (8, 0)),
+                            ("get_device_name", lambda device=None: "fake cuda (CPU)")):
+            self._stack.callback(setattr, torch.cuda, name, getattr(torch.cuda, name))
+            setattr(torch.cuda, name, value)
         script_call = torch._C.ScriptFunction.__call__
         torch._C.ScriptFunction.__call__ = _script_call(script_call)
         self._stack.callback(setattr, torch._C.ScriptFunction, "__call__", script_call)

@@ -444,7 +444,10 @@ def pretrained_char_llama(config: EndToEndConfig):
             with atomic_folder(folder) as tmp:
                 model.save_pretrained(tmp)
                 (tmp / "pretrain_losses.json").write_text(json.dumps(losses))
-    return LlamaForCausalLM.from_pretrained(folder).eval()
+    # On a GPU, transformers re-kernelises the model for training (model.train()) and would fetch
+    # hub kernels for CUDA (offline: an error); the CPU keeps the default (its recorded numbers).
+    extra = {} if job_device() == "cpu" else {"use_kernels": False}
+    return LlamaForCausalLM.from_pretrained(folder, **extra).eval()
 
 
 def _block_linears(model) -> list:
