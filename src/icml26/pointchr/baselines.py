@@ -270,6 +270,12 @@ class PointNet2Lite(nn.Module):
     variation of the centroids (``k`` clamped to the number of centroids); the head input is
     ``concat(max-pool, z_hyp)`` as in :class:`PointNetLite`.
 
+    Ball-query groups that hold only their centroid (sparse clouds, small radii) have local
+    coordinates of exactly 0, so in training mode some BatchNorm channels are near-constant
+    and the gradients through them are rounding noise amplified by ``1/σ``: two devices (or a
+    1e-6 change of the input) give gradients that differ by O(1) there, while eval mode agrees
+    to 1e-6 (tested).
+
     Examples
     --------
     >>> import torch
