@@ -38,9 +38,19 @@ TorchScript functions (e.g. geoopt's maps) do not call ``__torch_function__``; i
 block their calls are checked and their outputs kept on the fake device by a wrapper.
 
 ``FakeCuda`` (a ``TorchFunctionMode``) turns every ``device="cuda"`` creation and transfer
-into a FakeCudaTensor; ``param.data = fake`` (what ``Module.to()`` does) switches the parameter
-object itself to the fake class, so it keeps its identity (tied weights stay tied); it also lets :func:`icml26.core.device.resolve_device`
-accept ``"cuda"``.
+into a FakeCudaTensor and, inside the block, handles every call with a fake argument itself
+(some constructors, e.g. ``sparse_coo_tensor``, do not dispatch to subclasses). Sparse tensors
+cannot be re-classed, so the ones on the fake device are tracked by a mark. ``param.data =
+fake`` (what ``Module.to()`` does) switches the parameter object itself to the fake class, so
+it keeps its identity (tied weights stay tied, optimizers keep their references); deepcopy
+keeps the device, pickling/``torch.save`` writes plain CPU tensors. The block also lets
+:func:`icml26.core.device.resolve_device` accept ``"cuda"`` and answers CUDA capability
+queries as an sm_80 device.
+
+Why not report the device another way: a wrapper subclass (``_make_wrapper_subclass``) with
+device ``cuda`` aborts in autograd on a CPU-only build (no CUDA device guard), ``meta`` breaks
+``torch.autocast`` (Hugging Face's rotary embeddings), and ``cpu:1`` segfaults in autograd. A
+plain subclass whose ``device`` getter is answered in Python has none of these problems.
 
 Limits (real CUDA covers them where ``torch.cuda.is_available()``): only calls made from
 Python are checked (what a C++ kernel does internally is not), ``torch.Generator(device=
