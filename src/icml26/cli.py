@@ -414,7 +414,7 @@ def _plan(slugs: list, parts: list, quick: bool, seeds: Optional[int], overrides
     return experiments, plans
 
 
-def _print_plan(experiments, plans) -> None:
+def _print_plan(experiments, plans, device: str = "cpu") -> None:
     import dataclasses
 
     from icml26.core.runner import expand_jobs
@@ -428,6 +428,8 @@ def _print_plan(experiments, plans) -> None:
             console.print(f"  {part.name}: seeds {seeds}, {n} job(s)", highlight=False)
             console.print(f"    config {dataclasses.asdict(cfg)}", highlight=False,
                           soft_wrap=True)
+            if device != "cpu":
+                console.print(_device_lines(part, device), highlight=False)
     console.print(f"dry run: {n_total} job(s) in {sum(len(p) for p in plans)} part(s) "
                   "resolved; nothing was run.", highlight=False)
 
@@ -439,8 +441,9 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
     from icml26.core.runner import check_scheduler
 
     experiments, plans = _plan(slugs, parts, quick, seeds, overrides, skip_broken)
+    device = invocation.get("device") or "cpu"
     if dry_run:
-        _print_plan(experiments, plans)
+        _print_plan(experiments, plans, device)
         return None, None
     try:
         out_dir = prepare_out_dir(out)
@@ -460,7 +463,8 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
         console.print(_styled(("quick mode:", "yellow"), f" {QUICK_CAVEAT}"), highlight=False)
     try:
         outcomes = _run_with_progress(experiments, plans, parts=parts, quick=quick, seeds=seeds,
-                                      overrides=overrides, jobs=jobs, scheduler=scheduler)
+                                      overrides=overrides, jobs=jobs, scheduler=scheduler,
+                                      device=device)
         # Written before anything is printed, so no printing problem can lose the report;
         # written into a sibling folder and swapped in, so an interrupt keeps the old one.
         report_dir = write_report(outcomes, out_dir, command=command, invocation=invocation)
@@ -477,7 +481,8 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
     return outcomes, report_dir
 
 
-def _run_with_progress(experiments, plans, *, parts, quick, seeds, overrides, jobs, scheduler):
+def _run_with_progress(experiments, plans, *, parts, quick, seeds, overrides, jobs, scheduler,
+                       device: str = "cpu"):
     from icml26.core.experiment import ConfigError
     from icml26.core.runner import expand_jobs, run_experiment
 
@@ -497,7 +502,7 @@ def _run_with_progress(experiments, plans, *, parts, quick, seeds, overrides, jo
             try:
                 outcomes.append(run_experiment(
                     exp, parts=parts or None, quick=quick, seeds=seeds, overrides=overrides,
-                    jobs=jobs, scheduler=scheduler,
+                    jobs=jobs, scheduler=scheduler, device=device,
                     progress=lambda r, s=exp.slug: progress.advance(bars[(s, r.part)])))
             except ConfigError as exc:  # e.g. the scheduler went away
                 raise _usage_error(str(exc))
@@ -542,6 +547,29 @@ DRY_RUN = typer.Option(False, "--dry-run", help="Resolve parts, configs, --set a
                        "print them and exit without running.")
 
 
+# -- --device (#51): where the torch parts run ----------------------------------------------
+DEVICE = typer.Option("cpu", "--device", help="Where parts that train or run a torch model "
+                      "run: cpu (default), cuda, cuda:N or auto (CUDA when available). Configs "
+                      "do not change; --dry-run names the parts that stay on the CPU.")
+
+
+def _resolve_device_option(device: str) -> str:
+    """``--device`` checked and resolved (``auto`` -> ``cuda:0`` or ``cpu``); exit 2 if absent."""
+    from icml26.core.device import check_device_spec, resolve_device
+
+    try:
+        spec = check_device_spec(device, "--device")
+        return spec if spec == "cpu" else str(resolve_device(spec, "--device"))
+    except (TypeError, ValueError) as exc:
+        raise _usage_error(str(exc))
+
+
+def _device_lines(part, device: str) -> str:
+    from icml26.core.device import device_note
+
+    return "    " + device_note(part, device)
+
+
 @app.command()
 def run(
     slug: str = typer.Argument(..., help="Method slug (see `icml26 list`)."),
@@ -555,9 +583,11 @@ def run(
     dry_run: bool = DRY_RUN,
     record: bool = typer.Option(False, "--record", help="Record this full run's verdicts in "
                                 "the method's ledger (ledger/<slug>/verdicts.json)."),
+    device: str = DEVICE,
 ) -> None:
     """Run one paper's reproduction, print its claims, write a report."""
     _check_common(seeds, jobs)
+    device = _resolve_device_option(device)
     if record and (quick or set_ or seeds is not None):
         raise _usage_error("--record records a full run with the parts' own configs and "
                            "seeds: drop --quick, --set and --seeds")
@@ -565,9 +595,12 @@ def run(
     invocation = {"slug": slug, "quick": quick, "exp": parts, "seeds": seeds, "jobs": jobs,
                   "scheduler": scheduler, "out": str(out) if out else None,
                   "set": _parse_sets(set_)}
+    if device != "cpu":
+        invocation["device"] = device
     command = _command_line("run", [slug], {
         "quick": quick, "exp": parts, "seeds": seeds, "jobs": jobs if jobs != 1 else None,
-        "scheduler": scheduler, "out": out, "set": list(set_ or []), "record": record})
+        "scheduler": scheduler, "out": out, "set": list(set_ or []), "record": record,
+        "device": device if device != "cpu" else None})
     outcomes, report_dir = _run_many([slug], parts=parts, quick=quick, seeds=seeds, jobs=jobs,
                          scheduler=scheduler, out=out, overrides=invocation["set"],
                          command=command, invocation=invocation, dry_run=dry_run)
@@ -602,21 +635,25 @@ def reproduce(
     out: Optional[Path] = OUT,
     set_: Optional[List[str]] = SET,
     dry_run: bool = DRY_RUN,
+    device: str = DEVICE,
 ) -> None:
     """Run every implemented reproduction (or --only some) and write one report."""
     from icml26.core.catalog import method_folders
 
     _check_common(seeds, jobs)
+    device = _resolve_device_option(device)
     slugs = _split(only) or method_folders()
     if not slugs:
         console.print("No method is implemented yet; writing an empty report.")
     invocation = {"quick": quick, "only": _split(only), "seeds": seeds, "jobs": jobs,
                   "scheduler": scheduler, "out": str(out) if out else None,
                   "set": _parse_sets(set_)}
+    if device != "cpu":
+        invocation["device"] = device
     command = _command_line("reproduce", [], {
         "quick": quick, "only": _split(only), "seeds": seeds,
         "jobs": jobs if jobs != 1 else None, "scheduler": scheduler, "out": out,
-        "set": list(set_ or [])})
+        "set": list(set_ or []), "device": device if device != "cpu" else None})
     start = time.perf_counter()
     outcomes, report_dir = _run_many(slugs, parts=[], quick=quick, seeds=seeds, jobs=jobs,
                          scheduler=scheduler, out=out, overrides=invocation["set"],

@@ -193,16 +193,42 @@ def _captured_output(stream):
             handler.setStream(original)
 
 
-def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1) -> JobResult:
+# -- the job's device ------------------------------------------------------------------------
+@contextlib.contextmanager
+def _job_device(device: str | None):
+    """Set ``ICML26_DEVICE`` for one job (read by :func:`icml26.core.device.job_device`) and,
+    for CUDA, ``CUBLAS_WORKSPACE_CONFIG`` (deterministic cuBLAS); restore the variable after.
+    No part's config changes, so recorded ledgers stay current."""
+    from .device import DEVICE_ENV, deterministic_cuda_env
+
+    if device is None:
+        yield
+        return
+    if str(device).startswith("cuda"):
+        deterministic_cuda_env()
+    old = os.environ.get(DEVICE_ENV)
+    os.environ[DEVICE_ENV] = str(device)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(DEVICE_ENV, None)
+        else:
+            os.environ[DEVICE_ENV] = old
+
+
+def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1,
+            device: str | None = None) -> JobResult:
     """Run one job, capturing its metrics or its traceback (never raises), its wall and CPU
-    seconds and the warnings it raised."""
+    seconds, the warnings it raised and what it printed. ``device`` (``"cpu"``, ``"cuda:0"``)
+    is where the job's torch work runs (see :func:`_job_device`)."""
     import io
 
     start, cpu = time.perf_counter(), time.process_time()
     output = io.StringIO()
     with collect_warnings() as caught, _captured_output(output):
         try:
-            with _limited_threads(threads):
+            with _limited_threads(threads), _job_device(device):
                 if task is None:
                     metrics = run_fn(config, seed)
                 else:
@@ -226,8 +252,8 @@ JOB_OUTPUT_LIMIT = 20_000
 
 
 def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int,
-             scheduler: str | None, progress) -> list[JobResult]:
-    calls = [(run_fns[p], p, cfg, seed, task, threads[p]) for p, cfg, seed, task in jobs]
+             scheduler: str | None, progress, device: str | None = None) -> list[JobResult]:
+    calls = [(run_fns[p], p, cfg, seed, task, threads[p], device) for p, cfg, seed, task in jobs]
     results: list[JobResult | None] = [None] * len(calls)
 
     def done(i, res):
@@ -361,7 +387,7 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
                    quick: bool = False, seeds: int | None = None,
                    overrides: dict | None = None, backend: str | None = None,
                    jobs: int = 1, scheduler: str | None = None,
-                   progress=None) -> ExperimentOutcome:
+                   progress=None, device: str | None = None) -> ExperimentOutcome:
     """Run the selected parts of an experiment: all their jobs in one pool, then summarize.
 
     Parameters
@@ -384,6 +410,10 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
         Dask scheduler address, or ``"local"`` for a ``LocalCluster``.
     progress : callable, optional
         Called with each finished :class:`JobResult`.
+    device : str, optional
+        A resolved device (``"cpu"``, ``"cuda:0"``) for the jobs' torch work, passed to every
+        job as ``ICML26_DEVICE`` (parts read it with ``job_device()``); None leaves the
+        environment as it is (the CPU by default).
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -394,7 +424,7 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
     all_jobs = [job for part, cfg, sd in plan for job in expand_jobs(part, cfg, sd)]
     run_fns = {part.name: part.run for part, _, _ in plan}
     threads = {part.name: part.threads for part, _, _ in plan}
-    results = _execute(all_jobs, run_fns, threads, backend, jobs, scheduler, progress)
+    results = _execute(all_jobs, run_fns, threads, backend, jobs, scheduler, progress, device)
     outcome = ExperimentOutcome(experiment.slug, experiment.title, quick)
     for part, cfg, sd in plan:
         mine = [r for r in results if r.part == part.name]

@@ -34,6 +34,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from scipy.signal import welch  # noqa: E402
 
+from icml26.core.device import cpu_only, job_device, uses_device  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import (best_seconds, loglog_slope, sign_test,  # noqa: E402
                                summary_table)
@@ -147,7 +148,7 @@ def protocol_data(config: ProtocolConfig) -> dict:
 def _models(config: ProtocolConfig, method: str, seed: int):
     common = dict(d_model=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
                   epochs=config.epochs, batch_size=config.batch_size, window=config.window,
-                  stride=config.train_stride, seed=seed)
+                  stride=config.train_stride, seed=seed, device=job_device())
     functional = "static" if config.protocol == "W" else "dynamic"
     ep = dict(common, patch=config.patch, functional=functional)
     return {"epitwin": lambda: EpiTwin(**ep),
@@ -203,6 +204,7 @@ def _evaluate(name, model, W, montage, fs, config, out):
     out["trace"][name] = pred[0, on][:3].tolist()
 
 
+@uses_device
 def run_protocol(config: ProtocolConfig, seed: int, task: dict) -> dict:
     """Train (or fit) one method and evaluate it leave-one-shaft-out on the test block."""
     torch.set_num_threads(1)
@@ -548,6 +550,7 @@ def laplacian_pe_error(phi, vals, vecs, n_zero, gap=1e-6) -> float:
     return float(err)
 
 
+@cpu_only("exact property checks on small untrained modules")
 def run_properties(config: PropertyConfig, seed: int) -> dict:
     torch.manual_seed(seed)
     X, montage, _ = make_synthetic_seeg(0, seed, config.duration_s, n_shafts=config.n_shafts)
@@ -638,6 +641,7 @@ def scaling_tasks(config: ScalingConfig) -> list:
     return [{"axis": "N"}, {"axis": "T"}]
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int, task: dict) -> dict:
     torch.set_num_threads(1)
     kw = dict(d_model=config.d_model, n_layers=config.n_layers, patch=config.patch,
