@@ -311,3 +311,64 @@ def test_predict_with_other_number_of_models_raises():
     cal = RACERCalibrator(random_state=0).fit(scores, correct)
     with pytest.raises(ValueError, match="scores has 3 columns but the calibrator was fitted with K=4"):
         cal.predict_sets(scores[:, :3])
+
+
+# -- competitors: calibrated top-k and the matched-size top-k -------------------------------
+
+def test_calibrated_top_k_controls_risk_and_matches_the_crc_rule():
+    from icml26.racer.baselines import CalibratedTopK
+
+    rng = np.random.default_rng(3)
+    scores = rng.random((20_000, 5))
+    correct = (rng.random((20_000, 5)) < scores).astype(int)
+    cal, test = slice(0, 10_000), slice(10_000, None)
+    top = CalibratedTopK(alpha=0.1, random_state=0).fit(scores[cal], correct[cal])
+    # direct computation of the level l_i = r_i + 1 - u_i and its conformal quantile
+    rank = np.argsort(np.argsort(-scores[cal], axis=1), axis=1)
+    best = np.where(correct[cal] > 0, rank, np.inf).min(axis=1)
+    u = np.random.default_rng([0, 0]).random(10_000)
+    assert top.lambda_ == pytest.approx(crc_threshold(best + 1 - u, 0.1))
+    sets = top.predict_sets(scores[test])
+    risk = set_metrics(sets, correct[test], scores[test])["risk"]
+    assert abs(risk - 0.1) < 0.015
+    size = sets[:, 1:].sum(axis=1)
+    assert set(np.unique(size)) <= {int(np.floor(top.lambda_)), int(np.floor(top.lambda_)) + 1}
+    assert size.mean() == pytest.approx(top.lambda_, abs=0.02)
+
+
+def test_calibrated_top_k_is_all_models_below_the_unanswerable_share():
+    from icml26.racer.baselines import CalibratedTopK
+
+    rng = np.random.default_rng(0)
+    scores = rng.random((500, 3))
+    correct = np.zeros((500, 3), dtype=int)
+    correct[:400, 0] = 1                                   # 20 % unanswerable
+    top = CalibratedTopK(alpha=0.1, random_state=0).fit(scores, correct)
+    assert math.isinf(top.lambda_)
+    assert top.predict_sets(scores)[:, 1:].all()
+
+
+def test_calibrated_top_k_bad_inputs():
+    from icml26.racer.baselines import CalibratedTopK
+
+    with pytest.raises(ValueError, match="alpha"):
+        CalibratedTopK(alpha=1.5).fit(np.random.rand(10, 2), np.ones((10, 2)))
+    with pytest.raises(ValueError, match="shape"):
+        CalibratedTopK().fit(np.random.rand(10, 2), np.ones((10, 3)))
+    fitted = CalibratedTopK(random_state=0).fit(np.random.rand(50, 2), np.ones((50, 2)))
+    with pytest.raises(ValueError, match="K=2"):
+        fitted.predict_sets(np.random.rand(5, 3))
+
+
+def test_mixed_top_k_has_the_requested_mean_size():
+    from icml26.racer.baselines import mixed_top_k_sets
+
+    scores = np.random.default_rng(1).random((10_000, 7))
+    sets = mixed_top_k_sets(scores, 3.4, random_state=0)
+    size = sets[:, 1:].sum(axis=1)
+    assert set(np.unique(size)) == {3, 4} and size.mean() == pytest.approx(3.4, abs=0.02)
+    # the routed models are the best-scored ones
+    order = np.argsort(-scores, axis=1)
+    assert all(sets[i, 1 + order[i, :size[i]]].all() for i in range(100))
+    with pytest.raises(ValueError, match="mean_size"):
+        mixed_top_k_sets(scores, 8.0)

@@ -1,9 +1,26 @@
-"""Reproduction of RACER's claims: validity (risk <= alpha), efficiency (set size shrinking in
-alpha, abstention on unanswerable queries), downstream accuracy of the vote over the routed
-set, the PAC variant, real two-model MMLU data, and O(n log n) calibration.
+"""Reproduction of RACER's claims: validity (risk <= alpha), efficiency (set size at risk alpha,
+abstention on unanswerable queries), downstream accuracy of the vote over the routed set, the
+PAC variant, real two-model MMLU data, and O(n log n) calibration.
 
 Parts: ``A`` (synthetic 7-model benchmark, spec §6 Exp A), ``B`` (RouteLLM MMLU, K = 2, Exp B)
-and ``scaling`` (calibration time against n_cal).
+and ``scaling`` (calibration time against n_cal). The claims, bars, kinds and controls are in
+``claims.toml``; each ``summarize`` returns the measurements the table names.
+
+Controls and competitors (run on the same splits as RACER):
+
+- **random-score RACER** (negative control): the whole pipeline with a router whose scores are
+  i.i.d. U[0, 1], independent of the query. The risk guarantee holds for it too (the theorem is
+  scorer-free), so validity is an implementation check; a paper claim it also meets is not
+  earned by RACER.
+- **calibrated top-k** (competitor at matched risk): :class:`~icml26.racer.baselines.CalibratedTopK`,
+  a fixed-size (fractional k) set calibrated by the same conformal rule on the same split.
+- **top-k vote at matched mean set size** (competitor at matched cost):
+  :func:`~icml26.racer.baselines.mixed_top_k_sets` with RACER's test mean set size, voted with
+  the same rule (temperature chosen on the same held-out split).
+- **random abstention** at RACER's abstention rate (negative control of the abstention claim).
+
+Comparisons over seeds carry a paired BCa interval over the per-seed means
+(:func:`icml26.core.stats.paired_mean_interval`, level :data:`INTERVAL_LEVEL`).
 """
 
 from __future__ import annotations
@@ -11,29 +28,40 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.metrics import roc_auc_score  # noqa: E402
+from icml26.core.claims import Measurement
+from icml26.core.experiment import Experiment, Part, Result, register
+from icml26.core.figures import subplots
+from icml26.core.stats import best_seconds, loglog_slope, paired_mean_interval, summary_table
 
-from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
-from icml26.core.stats import best_seconds, loglog_slope, summary_table  # noqa: E402
-
-from .aggregation import select_temperature, weighted_vote  # noqa: E402
-from .baselines import (all_models_sets, best_single_model, naive_quantile_threshold,  # noqa: E402
-                        threshold_sets, top_k_sets)
-from .calibrator import (RACERCalibrator, augment_scores, crc_threshold,  # noqa: E402
+from .aggregation import select_temperature, weighted_vote
+from .baselines import (CalibratedTopK, all_models_sets, best_single_model, mixed_top_k_sets,
+                        naive_quantile_threshold, threshold_sets, top_k_sets)
+from .calibrator import (RACERCalibrator, augment_scores, crc_threshold,
                          nonconformity_scores, pac_threshold, set_metrics, threshold_levels)
-from .data import load_routellm_mmlu, make_routing_benchmark  # noqa: E402
-from .routers import TextScoreRouter, mlp_router  # noqa: E402
+from .data import load_routellm_mmlu, make_routing_benchmark
+from .routers import TextScoreRouter, mlp_router
 
 ALPHAS = (0.05, 0.1, 0.15, 0.2)
 SET_METRICS = ["risk", "set_size", "abstention_rate", "correct_abstention_rate"]
 TRAIN_SPLIT = 999_999  # split index of the router's train/pool split (cal/test splits use 0..)
+RANDOM_SCORES_STREAM = 31_337  # seed stream of the random-score router (negative control)
+#: Two-sided level of the paired intervals over seeds: 5 % on each side, a one-sided test at
+#: p < 0.05 of "the mean paired difference clears the bar".
+INTERVAL_LEVEL = 0.90
+
+RACER_CRC = "RACER crc"
+RACER_RANDOM = "RACER crc (random scores)"
+TOPK_CAL = "top-k calibrated (matched risk)"
+TOPK_VOTE = "top-k vote (matched mean size)"
+TOPK_VOTE_RANDOM = "top-k vote (matched to random-score RACER)"
+RANDOM_ABSTAIN = "random abstention (RACER's rate)"
+BASE = "base router accuracy"
+BASE_RANDOM = "base router accuracy (random scores)"
 
 
 # -- shared helpers ---------------------------------------------------------------------
@@ -45,8 +73,17 @@ def _split(n: int, seed: int, index: int, shares: tuple[float, ...]) -> list[np.
     return np.split(perm, bounds)
 
 
+def _split_seed(seed: int, split: int) -> int:
+    return seed * 100_003 + split
+
+
 def _racer(alpha, seed, split, **kwargs) -> RACERCalibrator:
-    return RACERCalibrator(alpha=alpha, random_state=seed * 100_003 + split, **kwargs)
+    return RACERCalibrator(alpha=alpha, random_state=_split_seed(seed, split), **kwargs)
+
+
+def random_scores(shape, seed: int) -> np.ndarray:
+    """The negative control's router: i.i.d. U[0, 1] scores, independent of the queries."""
+    return np.random.default_rng([seed, RANDOM_SCORES_STREAM]).random(shape)
 
 
 def _mean_rows(records: list[dict], keys=("method", "alpha")) -> list[dict]:
@@ -82,9 +119,31 @@ def _value(means: pd.DataFrame, method: str, alpha: float, metric: str) -> float
     return float(means.loc[(method, alpha), metric])
 
 
-def _risk_band_claims(means, method, alphas, low, high, paper, prefix) -> list[Claim]:
-    return [Claim.between(f"{prefix} risk at alpha={a:g}", _value(means, method, a, "risk"),
-                          a - low, a + high, paper=paper) for a in alphas]
+def _per_seed(frame: pd.DataFrame, method: str, alpha, metric: str) -> pd.Series:
+    """One value per seed of ``metric`` for ``method`` at ``alpha`` (None: the alpha-free rows)."""
+    rows = frame[frame["method"] == method]
+    rows = rows[rows["alpha"].isna()] if alpha is None else rows[np.isclose(rows["alpha"], alpha)]
+    return rows.set_index("seed")[metric].astype(float)
+
+
+def paired_difference(frame: pd.DataFrame, first: tuple, second: tuple,
+                      note: str = "") -> Measurement:
+    """Mean over seeds of ``first - second`` (each ``(method, alpha, metric)``) with a paired
+    BCa interval at :data:`INTERVAL_LEVEL`; the half-width is in the note."""
+    diff = (_per_seed(frame, *first) - _per_seed(frame, *second)).dropna()
+    if diff.empty:
+        return Measurement(None, incomplete="no seed has both measurements")
+    value = float(diff.mean())
+    if len(diff) < 2:
+        return Measurement(value, incomplete="one seed: no interval")
+    lo, hi = paired_mean_interval(diff.to_numpy(), INTERVAL_LEVEL)
+    text = (f"{len(diff)} seeds, {INTERVAL_LEVEL:.0%} paired BCa [{lo:+.3f}, {hi:+.3f}], "
+            f"half-width {(hi - lo) / 2:.3f}; wins {int((diff > 0).sum())}/{len(diff)}")
+    return Measurement(value, interval=(lo, hi), note="; ".join(t for t in (text, note) if t))
+
+
+def _risk_bands(means, method, alphas, key_prefix="risk") -> dict:
+    return {f"{key_prefix}_a{a:g}": _value(means, method, a, "risk") for a in alphas}
 
 
 # -- Part A: synthetic 7-model benchmark --------------------------------------------------
@@ -102,23 +161,54 @@ class SyntheticConfig:
     small_n_calibration: int = 100
     small_n_splits: int = 500
     small_n_alpha: float = 0.1
+    size_alpha: float = 0.1  # the alpha of the set-size and abstention claims (spec §6)
+    vote_alphas: tuple[float, ...] = (0.05, 0.1)  # the alphas of the vote claims (spec §6)
 
 
-def _vote_accuracy(sets_held, sets_test, scores, answers, gold, held, test) -> dict:
+def _vote_accuracy(sets_held, sets_test, scores, answers, gold, held, test,
+                   majority: bool = True) -> dict:
+    """Weighted vote (temperature chosen on the held-out split) and majority vote accuracy."""
     routed_held, routed_test = sets_held[:, 1:], sets_test[:, 1:]
     temperature = select_temperature(answers[held], routed_held, scores[held], gold[held])
     weighted = weighted_vote(answers[test], routed_test, scores[test], temperature)
-    majority = weighted_vote(answers[test], routed_test, None, tie_scores=scores[test])
-    return {"weighted_accuracy": float((weighted == gold[test]).mean()),
-            "majority_accuracy": float((majority == gold[test]).mean()),
-            "temperature": temperature}
+    out = {"weighted_accuracy": float((weighted == gold[test]).mean()),
+           "temperature": temperature}
+    if majority:
+        vote = weighted_vote(answers[test], routed_test, None, tie_scores=scores[test])
+        out["majority_accuracy"] = float((vote == gold[test]).mean())
+    return out
 
 
-def _synthetic_split(cfg, seed, split, S, S_soft, Y, answers, gold, records) -> None:
+def _matched_top_k_vote(scores, mean_size, seed, split, stream, answers, gold, held, test) -> dict:
+    """A top-k vote with the given mean set size, voted by the same rule as RACER's."""
+    rs = _split_seed(seed, split)
+    sets_held = mixed_top_k_sets(scores[held], mean_size, random_state=[rs, stream, 0])
+    sets_test = mixed_top_k_sets(scores[test], mean_size, random_state=[rs, stream, 1])
+    return {"set_size": float(sets_test[:, 1:].sum(axis=1).mean()),
+            **_vote_accuracy(sets_held, sets_test, scores, answers, gold, held, test,
+                             majority=False)}
+
+
+def _random_abstention(sets_test, Y_test, seed, split) -> dict:
+    """Abstain on as many test queries as RACER does, chosen at random."""
+    n_abstain = int((~sets_test[:, 1:].any(axis=1)).sum())
+    if n_abstain == 0:
+        return {"abstention_rate": 0.0, "correct_abstention_rate": None}
+    pick = np.random.default_rng([_split_seed(seed, split), 5]).choice(
+        len(Y_test), n_abstain, replace=False)
+    return {"abstention_rate": n_abstain / len(Y_test),
+            "correct_abstention_rate": float((Y_test[pick].sum(axis=1) == 0).mean())}
+
+
+def _synthetic_split(cfg, seed, split, S, S_soft, R, Y, answers, gold, records) -> None:
     held, cal, test = _split(len(Y), seed, split, (cfg.held_out_share, cfg.calibration_share))
-    base = set_metrics(top_k_sets(S[test], 1), Y[test], S[test])
+
+    def add(method, alpha, row):
+        records.append(dict(method=method, alpha=alpha, split=split, **row))
+
     for alpha in cfg.alphas:
-        for method, scores in (("RACER crc", S), ("RACER crc (softmax scores)", S_soft)):
+        for method, scores in ((RACER_CRC, S), ("RACER crc (softmax scores)", S_soft),
+                               (RACER_RANDOM, R)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # softmax dominance: reported below
                 cal_ = _racer(alpha, seed, split).fit(scores[cal], Y[cal])
@@ -127,34 +217,41 @@ def _synthetic_split(cfg, seed, split, S, S_soft, Y, answers, gold, records) -> 
             row.update(_vote_accuracy(cal_.predict_sets(scores[held]), sets_test, scores,
                                       answers, gold, held, test))
             row["null_in_set"] = float(sets_test[:, 0].mean())
-            records.append(dict(method=method, alpha=alpha, split=split, **row))
+            add(method, alpha, row)
+            if method == RACER_CRC:
+                add(RANDOM_ABSTAIN, alpha, _random_abstention(sets_test, Y[test], seed, split))
+                add(TOPK_VOTE, alpha, _matched_top_k_vote(S, row["set_size"], seed, split, 1,
+                                                          answers, gold, held, test))
+            elif method == RACER_RANDOM:
+                add(TOPK_VOTE_RANDOM, alpha, _matched_top_k_vote(
+                    S, row["set_size"], seed, split, 2, answers, gold, held, test))
+        top = CalibratedTopK(alpha, random_state=_split_seed(seed, split)).fit(S[cal], Y[cal])
+        add(TOPK_CAL, alpha, set_metrics(top.predict_sets(S[test]), Y[test], S[test]))
         hb = _racer(alpha, seed, split, bound="hb", delta=cfg.delta).fit(S[cal], Y[cal])
         row = set_metrics(hb.predict_sets(S[test]), Y[test], S[test])
         row["violation"] = float(row["risk"] > alpha)
-        records.append(dict(method="RACER hb (PAC)", alpha=alpha, split=split, **row))
+        add("RACER hb (PAC)", alpha, row)
         try:
             noaug = _racer(alpha, seed, split, augment=False).fit(S[cal], Y[cal])
             row = set_metrics(noaug.predict_sets(S[test]), Y[test], S[test])
         except ValueError:  # infeasible: unanswerable share > alpha
             row = {m: None for m in SET_METRICS}
-        records.append(dict(method="conformal, no null (augment=False)", alpha=alpha,
-                            split=split, **row))
+        add("conformal, no null (augment=False)", alpha, row)
     # alpha-free baselines, stored once per split under alpha = nan
     best_k, best_acc = best_single_model(Y[test])
     for method, sets in [*((f"top-{k}" + (" (base router)" if k == 1 else ""),
                             top_k_sets(S[test], k)) for k in range(1, Y.shape[1] + 1)),
                          ("threshold r >= 0.5", threshold_sets(S[test]))]:
-        row = set_metrics(sets, Y[test], S[test])
-        records.append(dict(method=method, alpha=None, split=split, **row))
+        add(method, None, set_metrics(sets, Y[test], S[test]))
     all_vote = weighted_vote(answers[test], all_models_sets(S[test])[:, 1:], None,
                              tie_scores=S[test])
-    records.append(dict(method="all models vote", alpha=None, split=split,
-                        set_size=float(Y.shape[1]),
-                        majority_accuracy=float((all_vote == gold[test]).mean())))
-    records.append(dict(method="best single model (oracle)", alpha=None, split=split,
-                        set_size=1.0, majority_accuracy=best_acc, best_model=best_k))
-    records.append(dict(method="base router accuracy", alpha=None, split=split,
-                        set_size=1.0, weighted_accuracy=base["base_accuracy"]))
+    add("all models vote", None, {"set_size": float(Y.shape[1]),
+                                  "majority_accuracy": float((all_vote == gold[test]).mean())})
+    add("best single model (oracle)", None, {"set_size": 1.0, "majority_accuracy": best_acc,
+                                             "best_model": best_k})
+    for method, scores in ((BASE, S), (BASE_RANDOM, R)):
+        add(method, None, {"set_size": 1.0, "weighted_accuracy": set_metrics(
+            top_k_sets(scores[test], 1), Y[test], scores[test])["base_accuracy"]})
 
 
 def _small_n_check(cfg, seed, S, Y) -> dict:
@@ -181,19 +278,19 @@ def run_synthetic(config: SyntheticConfig, seed: int) -> dict:
         router = mlp_router("sigmoid").fit(data.X[train], data.Y[train])
     S = router.predict_scores(data.X[pool])
     S_soft = S / S.sum(axis=1, keepdims=True)
+    R = random_scores(S.shape, seed)
     Y, answers, gold = data.Y[pool], data.answers[pool], data.gold[pool]
     records: list[dict] = []
     for split in range(config.n_splits):
-        _synthetic_split(config, seed, split, S, S_soft, Y, answers, gold, records)
+        _synthetic_split(config, seed, split, S, S_soft, R, Y, answers, gold, records)
     auroc = [roc_auc_score(Y[:, k], S[:, k]) for k in range(Y.shape[1]) if 0 < Y[:, k].mean() < 1]
     return {"rows": _mean_rows(records), "unanswerable_share": float((Y.sum(axis=1) == 0).mean()),
             "small_n": _small_n_check(config, seed, S, Y), "router_auroc": float(np.mean(auroc))}
 
 
 def _alpha_figure(means: pd.DataFrame, panels: list[tuple[str, list[str], str]], alphas):
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
-    axes = np.atleast_1d(axes)
-    for ax, (metric, methods, ylabel) in zip(axes, panels):
+    fig, axes = subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (metric, methods, ylabel) in zip(axes[0], panels):
         for method in methods:
             values = [means.loc[(method, a), metric] for a in alphas]
             ax.plot(alphas, values, marker="o", label=method)
@@ -206,52 +303,65 @@ def _alpha_figure(means: pd.DataFrame, panels: list[tuple[str, list[str], str]],
     return fig
 
 
+def _abstention_ratio(frame, method, alpha, unanswerable: pd.Series) -> float:
+    rate = _per_seed(frame, method, alpha, "correct_abstention_rate")
+    return float((rate / unanswerable).mean())
+
+
 def summarize_synthetic(jobs, config: SyntheticConfig) -> Result:
     means = _seed_means(jobs)
+    frame = _records(jobs)
     table = _table(jobs, SET_METRICS + ["weighted_accuracy", "majority_accuracy"])
     alphas = list(config.alphas)
-    K = config.n_models
-    unanswerable = float(np.mean([j.metrics["unanswerable_share"] for j in jobs]))
-    base_acc = float(means.xs("base router accuracy", level="method")["weighted_accuracy"].mean())
-    crc = "RACER crc"
-    claims = _risk_band_claims(means, crc, alphas, 0.02, 0.01,
-                               "risk <= alpha on test data for every alpha", "A validity")
-    sizes = [_value(means, crc, a, "set_size") for a in alphas]
-    claims.append(Claim("A set size non-increasing in alpha", "set size shrinks as alpha grows",
-                        float(np.max(np.diff(sizes))) if len(sizes) > 1 else 0.0,
-                        "max step ≤ 0", bool(np.all(np.diff(sizes) <= 0)),
-                        note="sizes " + ", ".join(f"{s:.2f}" for s in sizes)))
-    if 0.1 in alphas:
-        claims.append(Claim.at_most("A set size at alpha=0.1 (of K=7)", sizes[alphas.index(0.1)],
-                                    0.75 * K, paper="sets smaller than all K models"))
-        ratio = _value(means, crc, 0.1, "correct_abstention_rate") / unanswerable
-        claims.append(Claim.at_least("A correct-abstention rate / unanswerable share at alpha=0.1",
-                                     ratio, 2.0, paper="abstention appears on unanswerable queries",
-                                     note=f"unanswerable share {unanswerable:.3f}"))
-    for a, gain in ((0.05, 0.03), (0.1, 0.01)):
-        if a in alphas:
-            delta_acc = _value(means, crc, a, "weighted_accuracy") - base_acc
-            claims.append(Claim.at_least(f"A weighted-vote accuracy - base router at alpha={a:g}",
-                                         delta_acc, gain, paper="aggregated accuracy ≥ base router",
-                                         note=f"base router accuracy {base_acc:.3f}"))
+    unanswerable = pd.Series({j.seed: j.metrics["unanswerable_share"] for j in jobs})
+    base_acc = float(means.xs(BASE, level="method")["weighted_accuracy"].mean())
+    m: dict = _risk_bands(means, RACER_CRC, alphas)
+    sizes = [_value(means, RACER_CRC, a, "set_size") for a in alphas]
+    m["size_monotone"] = Measurement(float(np.max(np.diff(sizes))) if len(sizes) > 1 else 0.0,
+                                     note="sizes " + ", ".join(f"{s:.2f}" for s in sizes))
+    a = config.size_alpha
+    if a in alphas:
+        m[f"set_size_a{a:g}"] = _value(means, RACER_CRC, a, "set_size")
+        m[f"set_size_random_a{a:g}"] = _value(means, RACER_RANDOM, a, "set_size")
+        m[f"set_size_topk_a{a:g}"] = _value(means, TOPK_CAL, a, "set_size")
+        risks = ", ".join(f"{name} {_value(means, meth, a, 'risk'):.3f}" for name, meth in
+                          (("RACER", RACER_CRC), ("top-k", TOPK_CAL), ("random", RACER_RANDOM)))
+        m[f"size_minus_topk_a{a:g}"] = paired_difference(
+            frame, (RACER_CRC, a, "set_size"), (TOPK_CAL, a, "set_size"), note="test risk " + risks)
+        m[f"size_minus_topk_random_a{a:g}"] = paired_difference(
+            frame, (RACER_RANDOM, a, "set_size"), (TOPK_CAL, a, "set_size"))
+        m[f"abstain_ratio_a{a:g}"] = Measurement(
+            _abstention_ratio(frame, RACER_CRC, a, unanswerable),
+            note=f"unanswerable share {unanswerable.mean():.3f}; abstention rate "
+                 f"{_value(means, RACER_CRC, a, 'abstention_rate'):.3f}")
+        m[f"abstain_ratio_random_a{a:g}"] = _abstention_ratio(frame, RANDOM_ABSTAIN, a, unanswerable)
+        m["abstain_ratio_threshold"] = _abstention_ratio(frame, "threshold r >= 0.5", None,
+                                                         unanswerable)
+    for a in config.vote_alphas:
+        if a not in alphas:
+            continue
+        m[f"vote_gain_a{a:g}"] = paired_difference(
+            frame, (RACER_CRC, a, "weighted_accuracy"), (BASE, None, "weighted_accuracy"),
+            note=f"base router accuracy {base_acc:.3f}")
+        m[f"vote_gain_random_a{a:g}"] = paired_difference(
+            frame, (RACER_RANDOM, a, "weighted_accuracy"), (BASE_RANDOM, None, "weighted_accuracy"))
+        m[f"vote_gain_topk_a{a:g}"] = paired_difference(
+            frame, (TOPK_VOTE, a, "weighted_accuracy"), (BASE, None, "weighted_accuracy"))
+        m[f"vote_minus_topk_a{a:g}"] = paired_difference(
+            frame, (RACER_CRC, a, "weighted_accuracy"), (TOPK_VOTE, a, "weighted_accuracy"),
+            note=f"mean set size {_value(means, RACER_CRC, a, 'set_size'):.2f}")
+        m[f"vote_minus_topk_random_a{a:g}"] = paired_difference(
+            frame, (RACER_RANDOM, a, "weighted_accuracy"),
+            (TOPK_VOTE_RANDOM, a, "weighted_accuracy"))
     hb = "RACER hb (PAC)"
     violations = [_value(means, hb, a, "violation") for a in alphas]
-    claims.append(Claim.at_most("A PAC (hb) share of splits with risk > alpha (max over alpha)",
-                                max(violations), config.delta + 0.03,
-                                paper="P(risk > alpha) ≤ delta (finite-sample bound)",
-                                note=f"{config.n_splits * len(jobs)} splits per alpha; per alpha "
-                                     + ", ".join(f"{v:.3f}" for v in violations)))
-    size_gap = min(_value(means, hb, a, "set_size") - _value(means, crc, a, "set_size")
-                   for a in alphas)
-    claims.append(Claim.at_least("A PAC set size - crc set size (min over alpha)", size_gap, 0.0,
-                                 paper="PAC guarantee costs larger sets"))
-    small_crc = float(np.mean([j.metrics["small_n"]["crc"] for j in jobs]))
-    small_naive = float(np.mean([j.metrics["small_n"]["naive"] for j in jobs]))
-    claims.append(Claim.at_most(f"A small-n check: mean risk, n_cal={config.small_n_calibration}, "
-                                f"alpha={config.small_n_alpha:g}", small_crc,
-                                config.small_n_alpha + 0.004,
-                                paper="finite-sample validity (conformal n+1 rule)",
-                                note=f"naive quantile rule gives {small_naive:.4f}"))
+    m["pac_violation"] = Measurement(max(violations), note=(
+        f"{config.n_splits * len(jobs)} splits per alpha; per alpha "
+        + ", ".join(f"{v:.3f}" for v in violations)))
+    m["pac_size_gap"] = min(_value(means, hb, a, "set_size") - _value(means, RACER_CRC, a, "set_size")
+                            for a in alphas)
+    m["small_n_crc"] = float(np.mean([j.metrics["small_n"]["crc"] for j in jobs]))
+    m["small_n_naive"] = float(np.mean([j.metrics["small_n"]["naive"] for j in jobs]))
     soft = "RACER crc (softmax scores)"
     soft_rows = ", ".join(
         f"alpha={a:g}: null in set {_value(means, soft, a, 'null_in_set'):.2f}, abstain "
@@ -259,27 +369,39 @@ def summarize_synthetic(jobs, config: SyntheticConfig) -> Result:
         f"{_value(means, soft, a, 'correct_abstention_rate'):.2f}, weighted acc "
         f"{_value(means, soft, a, 'weighted_accuracy'):.3f}" for a in alphas)
     notes = [
-        f"Softmax-score finding (spec §6): with softmax-renormalised scores over K={K} models the "
-        f"null score 1 - max_k r_k nearly always tops every model, so the null option is in almost "
-        f"every set and abstentions fall on answerable queries; the aggregated accuracy then drops "
-        f"towards or below the base router ({base_acc:.3f}). {soft_rows}. The acceptance bars use "
-        f"per-model (sigmoid) probabilities.",
-        f"Small-n negative control: the naive empirical quantile l_(ceil(n(1-alpha))) reaches mean "
-        f"risk {small_naive:.4f} vs {small_crc:.4f} for the conformal (n+1) rule "
-        f"(bar ≤ {config.small_n_alpha + 0.004:g}).",
-        f"Unanswerable share (no model correct): {unanswerable:.3f}; conformal sets without the null "
-        f"option are infeasible for alpha below it (NaN rows). Router mean AUROC "
-        f"{np.mean([j.metrics['router_auroc'] for j in jobs]):.3f}.",
+        f"Softmax-score finding (spec §6): with softmax-renormalised scores over "
+        f"K={config.n_models} models the null score 1 - max_k r_k nearly always tops every "
+        f"model, so the null option is in almost every set and abstentions fall on answerable "
+        f"queries; the aggregated accuracy then drops towards or below the base router "
+        f"({base_acc:.3f}). {soft_rows}. The claims use per-model (sigmoid) probabilities.",
+        "Random-score RACER (negative control) per alpha: " + ", ".join(
+            f"alpha={a:g}: risk {_value(means, RACER_RANDOM, a, 'risk'):.3f}, size "
+            f"{_value(means, RACER_RANDOM, a, 'set_size'):.2f}, vote "
+            f"{_value(means, RACER_RANDOM, a, 'weighted_accuracy'):.3f}" for a in alphas)
+        + f"; its top-1 accuracy "
+          f"{float(means.xs(BASE_RANDOM, level='method')['weighted_accuracy'].mean()):.3f}.",
+        "Calibrated top-k (matched risk) per alpha: " + ", ".join(
+            f"alpha={a:g}: risk {_value(means, TOPK_CAL, a, 'risk'):.3f}, size "
+            f"{_value(means, TOPK_CAL, a, 'set_size'):.2f} (RACER "
+            f"{_value(means, RACER_CRC, a, 'set_size'):.2f})" for a in alphas)
+        + "; below the unanswerable share top-k cannot reach alpha (all K models).",
+        f"Small-n negative control: the naive empirical quantile l_(ceil(n(1-alpha))) reaches "
+        f"mean risk {m['small_n_naive']:.4f} vs {m['small_n_crc']:.4f} for the conformal (n+1) "
+        f"rule.",
+        f"Unanswerable share (no model correct): {unanswerable.mean():.3f}; conformal sets "
+        f"without the null option are infeasible for alpha below it (NaN rows). Router mean "
+        f"AUROC {np.mean([j.metrics['router_auroc'] for j in jobs]):.3f}.",
     ]
     fig = _alpha_figure(means, [
-        ("risk", [crc, hb, soft], "test risk"),
-        ("set_size", [crc, hb, soft], "mean set size (models)"),
-        ("weighted_accuracy", [crc, soft], "weighted-vote accuracy"),
+        ("risk", [RACER_CRC, "RACER hb (PAC)", RACER_RANDOM, TOPK_CAL], "test risk"),
+        ("set_size", [RACER_CRC, "RACER hb (PAC)", RACER_RANDOM, TOPK_CAL],
+         "mean set size (models)"),
+        ("weighted_accuracy", [RACER_CRC, TOPK_VOTE, RACER_RANDOM], "weighted-vote accuracy"),
     ], alphas)
     fig.axes[2].axhline(base_acc, color="grey", ls=":", label="base router")
     fig.axes[2].legend(fontsize=7)
     return Result(tables={"synthetic (K=7), mean ± std over seeds": table},
-                  figures={"synthetic_alpha_sweep": fig}, claims=claims, notes=notes)
+                  figures={"synthetic_alpha_sweep": fig}, measurements=m, notes=notes)
 
 
 # -- Part B: real MMLU (RouteLLM), K = 2 ---------------------------------------------------
@@ -295,6 +417,9 @@ class MMLUConfig:
     min_df: int = 3
     max_features: int = 50_000
     C: float = 2.0
+    # the alphas of the size-vs-top-k claims: those of ALPHAS above the share of questions no
+    # model answers (0.14), below which top-k cannot reach alpha at all
+    topk_alphas: tuple[float, ...] = (0.15, 0.2)
 
 
 def run_mmlu(config: MMLUConfig, seed: int) -> dict:
@@ -305,15 +430,20 @@ def run_mmlu(config: MMLUConfig, seed: int) -> dict:
                              max_features=config.max_features, C=config.C)
     S = router.fit(text[train], data.Y[train]).predict_scores(text[pool])
     Y = data.Y[pool]
+    R = random_scores(S.shape, seed)
     records = []
     for split in range(config.n_splits):
         cal, test = _split(len(Y), seed, split, (config.calibration_share,))
         for alpha in config.alphas:
-            for method, kwargs in (("RACER crc", {}),
-                                   ("RACER hb (PAC)", {"bound": "hb", "delta": config.delta})):
-                fitted = _racer(alpha, seed, split, **kwargs).fit(S[cal], Y[cal])
-                row = set_metrics(fitted.predict_sets(S[test]), Y[test], S[test])
+            for method, scores, kwargs in (
+                    (RACER_CRC, S, {}), ("RACER hb (PAC)", S, {"bound": "hb", "delta": config.delta}),
+                    (RACER_RANDOM, R, {})):
+                fitted = _racer(alpha, seed, split, **kwargs).fit(scores[cal], Y[cal])
+                row = set_metrics(fitted.predict_sets(scores[test]), Y[test], scores[test])
                 records.append(dict(method=method, alpha=alpha, split=split, **row))
+            top = CalibratedTopK(alpha, random_state=_split_seed(seed, split)).fit(S[cal], Y[cal])
+            row = set_metrics(top.predict_sets(S[test]), Y[test], S[test])
+            records.append(dict(method=TOPK_CAL, alpha=alpha, split=split, **row))
         for method, sets in (("top-1 (base router)", top_k_sets(S[test], 1)),
                              ("both models", all_models_sets(S[test])),
                              ("threshold r >= 0.5", threshold_sets(S[test]))):
@@ -326,27 +456,42 @@ def run_mmlu(config: MMLUConfig, seed: int) -> dict:
 
 def summarize_mmlu(jobs, config: MMLUConfig) -> Result:
     means = _seed_means(jobs)
+    frame = _records(jobs)
     table = _table(jobs, SET_METRICS)
     alphas = list(config.alphas)
-    claims = _risk_band_claims(means, "RACER crc", alphas, 0.03, 0.01,
-                               "risk <= alpha on test data for every alpha", "B MMLU validity")
+    m: dict = _risk_bands(means, RACER_CRC, alphas)
     large = [a for a in alphas if a >= 0.1]
     if large:
-        biggest = max(_value(means, "RACER crc", a, "set_size") for a in large)
-        claims.append(Claim("B MMLU set size at alpha ≥ 0.1 (max, of K=2)",
-                            "set size shrinks below all models", biggest, "< 2", biggest < 2))
+        def biggest(method):
+            return max(_value(means, method, a, "set_size") for a in large)
+        m["set_size_max"] = Measurement(biggest(RACER_CRC), note="sizes " + ", ".join(
+            f"alpha={a:g}: {_value(means, RACER_CRC, a, 'set_size'):.3f}" for a in large))
+        m["set_size_max_random"] = biggest(RACER_RANDOM)
+        m["set_size_max_topk"] = biggest(TOPK_CAL)
+    for a in (a for a in config.topk_alphas if a in alphas):
+        m[f"size_minus_topk_a{a:g}"] = paired_difference(
+            frame, (RACER_CRC, a, "set_size"), (TOPK_CAL, a, "set_size"),
+            note=f"test risk RACER {_value(means, RACER_CRC, a, 'risk'):.3f}, top-k "
+                 f"{_value(means, TOPK_CAL, a, 'risk'):.3f}")
+        m[f"size_minus_topk_random_a{a:g}"] = paired_difference(
+            frame, (RACER_RANDOM, a, "set_size"), (TOPK_CAL, a, "set_size"))
     auroc = np.mean([j.metrics["auroc"] for j in jobs], axis=0)
     top1 = means.xs("top-1 (base router)", level="method")["risk"].mean()
     notes = [f"TF-IDF + logistic-regression router per-model AUROC "
              f"{', '.join(f'{v:.3f}' for v in auroc)}; the base router misroutes {top1:.3f} of "
              f"queries; no model is correct on "
-             f"{np.mean([j.metrics['unanswerable_share'] for j in jobs]):.3f}."]
-    fig = _alpha_figure(means, [("risk", ["RACER crc", "RACER hb (PAC)"], "test risk"),
-                                ("set_size", ["RACER crc", "RACER hb (PAC)"], "mean set size"),
-                                ("abstention_rate", ["RACER crc", "RACER hb (PAC)"],
-                                 "abstention rate")], alphas)
+             f"{np.mean([j.metrics['unanswerable_share'] for j in jobs]):.3f}.",
+             "Random-score RACER (negative control) set size per alpha: " + ", ".join(
+                 f"alpha={a:g}: {_value(means, RACER_RANDOM, a, 'set_size'):.3f}" for a in alphas),
+             "Calibrated top-k (matched risk) per alpha: " + ", ".join(
+                 f"alpha={a:g}: risk {_value(means, TOPK_CAL, a, 'risk'):.3f}, size "
+                 f"{_value(means, TOPK_CAL, a, 'set_size'):.3f}" for a in alphas)]
+    methods = [RACER_CRC, "RACER hb (PAC)", RACER_RANDOM, TOPK_CAL]
+    fig = _alpha_figure(means, [("risk", methods, "test risk"),
+                                ("set_size", methods, "mean set size"),
+                                ("abstention_rate", methods[:3], "abstention rate")], alphas)
     return Result(tables={"MMLU (RouteLLM, K=2), mean ± std over seeds": table},
-                  figures={"mmlu_alpha_sweep": fig}, claims=claims, notes=notes)
+                  figures={"mmlu_alpha_sweep": fig}, measurements=m, notes=notes)
 
 
 # -- scaling -------------------------------------------------------------------------------
@@ -389,10 +534,10 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
     table = frame.reset_index()
     table["n_cal"] = table["n_cal"].astype(object)
     table.loc[len(table)] = ["log-log slope", *[slopes[c] for c in frame.columns]]
-    claims = [Claim.at_most(f"scaling: crc calibration time log-log slope (n_cal {sizes[0]:.0e}..{sizes[-1]:.0e})",
-                            slopes["crc_threshold_s"], 1.15, paper="O(nK + n log n) calibration",
-                            note=", ".join(f"{c} slope {v:.2f}" for c, v in slopes.items()))]
-    fig, ax = plt.subplots(figsize=(4.5, 3.4))
+    measurements = {"crc_slope": Measurement(
+        slopes["crc_threshold_s"], note=f"n_cal {sizes[0]:.0e}..{sizes[-1]:.0e}; " + ", ".join(
+            f"{c} slope {v:.2f}" for c, v in slopes.items()))}
+    fig, ax = subplots(figsize=(4.5, 3.4))
     for c in frame.columns:
         ax.loglog(sizes, frame[c], marker="o", label=f"{c} (slope {slopes[c]:.2f})")
     ax.set_xlabel("n_cal")
@@ -400,29 +545,21 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return Result(tables={"calibration time (s, best of repeats)": table},
-                  figures={"calibration_scaling": fig}, claims=claims,
-                  notes=["Timings on a shared 2-core machine; best of repeats."])
+                  figures={"calibration_scaling": fig}, measurements=measurements,
+                  notes=["CPU seconds (process time), best of repeats."])
 
 
-register(Experiment(
-    slug="racer",
-    title="RACER: Risk-Aware Calibrated Efficient Routing for Large Language Models",
+EXPERIMENT = register(Experiment(
+    slug="racer",  # title, claims and part descriptions: claims.toml
     parts=[
         Part(name="A", run=run_synthetic, summarize=summarize_synthetic,
              quick=SyntheticConfig(n_splits=10, small_n_splits=500), full=SyntheticConfig(),
-             seeds=(0, 1, 2), quick_seeds=(0,),
-             description="synthetic 7-model routing: validity, set size, abstention, vote accuracy, PAC"),
+             seeds=tuple(range(10)), quick_seeds=(0, 1)),
         Part(name="B", run=run_mmlu, summarize=summarize_mmlu,
              quick=MMLUConfig(n_splits=10, ngram_max=1), full=MMLUConfig(),
-             seeds=(0, 1, 2), quick_seeds=(0,),
-             description="RouteLLM MMLU (Mixtral vs GPT-4, K=2): validity and set size"),
+             seeds=tuple(range(10)), quick_seeds=(0, 1)),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling,
-             quick=ScalingConfig(repeats=3, time_pac_and_fit=False), full=ScalingConfig(), seeds=(0,), quick_seeds=(0,),
-             description="calibration time vs n_cal (log-log slope)"),
+             quick=ScalingConfig(repeats=3, time_pac_and_fit=False), full=ScalingConfig(),
+             seeds=(0,), quick_seeds=(0,)),
     ],
-    claims=["misrouting risk ≤ alpha on unseen queries (finite-sample, distribution-free)",
-            "set size shrinks as alpha grows; abstention appears on unanswerable queries",
-            "aggregating the routed set's answers beats the base router's accuracy"],
-    reference="Hao, Zeng, Wei, Jing. RACER: Risk-Aware Calibrated Efficient Routing for Large "
-              "Language Models. arXiv:2603.06616, 2026.",
 ))
