@@ -22,7 +22,8 @@ from icml26.core.validation import check_choice, check_int, check_scalar_in
 from .laplacian import symmetric_eigenpairs
 from .mdp import as_generator, check_transition_matrix
 
-__all__ = ["proto_value_functions", "random_features", "rho_orthonormalize", "GraphDrawingFeatures"]
+__all__ = ["proto_value_functions", "random_features", "rho_orthonormalize", "GraphDrawingFeatures",
+           "unweighted_count_laplacian"]
 
 
 def rho_orthonormalize(F: np.ndarray, rho: np.ndarray) -> np.ndarray:
@@ -62,6 +63,26 @@ def random_features(n_states: int, k: int, rho: np.ndarray, rng: Any = None) -> 
     k = check_int(k, "k", min_value=1, max_value=n_states)
     F = np.column_stack([np.ones(n_states), as_generator(rng).standard_normal((n_states, k - 1))])
     return rho_orthonormalize(F, np.asarray(rho, dtype=np.float64))
+
+
+def unweighted_count_laplacian(states: Any, next_states: Any, n_states: int) -> np.ndarray:
+    """The count estimator without its weights: ``I − Â^{-1/2}AÂ^{-1/2}`` of the graph of
+    observed transitions (an edge i ≠ j when i → j or j → i was seen; dense, symmetric).
+
+    The negative control of the estimation claims: the same trajectories, but the edges are
+    not weighted by how often they are traversed, so it converges to the normalized Laplacian
+    of the unweighted state graph (the proto-value-function operator), not to the ρ-weighted
+    ``N``. Unvisited or edgeless states are isolated (``N̂_ii = 1``).
+    """
+    from .estimation import count_weights
+
+    W, _ = count_weights(states, next_states, n_states, unvisited="isolate")
+    A = (W.toarray() > 0).astype(np.float64)
+    np.fill_diagonal(A, 0.0)
+    deg = A.sum(axis=1)
+    scale = np.zeros_like(deg)
+    scale[deg > 0] = 1.0 / np.sqrt(deg[deg > 0])
+    return np.eye(n_states) - scale[:, None] * A * scale[None, :]
 
 
 class GraphDrawingFeatures:
