@@ -689,11 +689,10 @@ def _renameat2():
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    exchange = 2      # RENAME_EXCHANGE
-    nr = 316          # renameat2 on x86_64
+    exchange = 2      # RENAME_EXCHANGE (glibc >= 2.28 exports renameat2)
 
     def swap(dirfd: int, a: bytes, b: bytes) -> int:
-        return libc.syscall(nr, dirfd, a, dirfd, b, exchange)
+        return libc.renameat2(dirfd, a, dirfd, b, exchange)
     return swap
 
 

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import canary
+from .beneath import Beneath, PathRefused
 from .crosscheck import RANK, SUMMARY_KEYS, StreamReader, parse_summary, read_stream
 from .install import (REPORTER_MODULE, audit_install, make_venv, populate_test_venv, site_packages,
                       tree_state)
@@ -217,6 +218,10 @@ class AgentRun:
     stderr: str = ""
     max_steps: int | None = None
     wall_budget_s: float = 0.0
+    flags: list = field(default_factory=list)
+
+
+MAX_EVENT_LOG_BYTES = 64 << 20     # $NL2REPO_EVENTS is read up to this size to count steps
 
 
 def _base_env(home: Path, tmp: Path, extra: dict | None = None) -> dict:
@@ -322,9 +327,11 @@ def run_agent(task: Task, agent: AgentSpec, workdir, *, limits: Limits | None = 
     res = box.run(agent.argv, cwd=ws, env=env, limits=limits, rw_paths=[ws, home, tmp],
                   hidden_paths=hidden, ro_paths=ro)
     steps = None
-    if events.is_file():
-        with open(events, "rb") as fh:
-            steps = sum(1 for _ in fh)
+    with Beneath(home) as home_fd:     # never follow a link the agent left in its HOME
+        try:
+            steps = home_fd.read_bytes(events.name, MAX_EVENT_LOG_BYTES).count(b"\n")
+        except OSError:
+            steps = None
     return AgentRun(res.returncode, res.wall_s, res.timed_out, res.killed_by_limit, steps,
                     finished=not res.timed_out and not res.killed_by_limit, step_limit_hit=False,
                     isolation=box.isolation, stdout=res.text("stdout")[-20000:],
@@ -332,14 +339,16 @@ def run_agent(task: Task, agent: AgentSpec, workdir, *, limits: Limits | None = 
                     wall_budget_s=limits.wall_s)
 
 
-def _safe_path(ws: Path, rel: str) -> Path:
-    target = (ws / rel).resolve()
-    if not _is_within(target, ws):
-        raise ValueError(f"path {rel!r} leaves the workspace")
-    return target
+def _execute_tool(request: dict, box, limits, env, ws, home, tmp, hidden, files: Beneath,
+                  refused: list) -> dict:
+    """One tool call of a step-protocol agent.
 
-
-def _execute_tool(request: dict, box, limits, env, ws, home, tmp, hidden) -> dict:
+    ``bash`` runs in the sandbox. ``read_file`` / ``write_file`` run here, on the workspace
+    held open as ``files`` (:class:`~icml26.nl2repo.beneath.Beneath`): the kernel resolves
+    each path beneath that descriptor and refuses symlinks, ``..`` and mount crossings, so a
+    folder swapped for a link while the request is served cannot send it to a host path.
+    Refusals are counted in ``refused``.
+    """
     tool = request.get("tool")
     if tool == "bash":
         cmd = request.get("cmd")
@@ -351,92 +360,102 @@ def _execute_tool(request: dict, box, limits, env, ws, home, tmp, hidden) -> dic
         out = (res.text("stdout") + res.text("stderr"))[-TOOL_OUTPUT_CHARS:]
         return {"ok": res.returncode == 0, "exit_code": res.returncode,
                 "timed_out": res.timed_out, "output": out}
-    if tool == "write_file":
+    if tool in ("write_file", "read_file"):
         try:
-            target = _safe_path(ws, str(request.get("path", "")))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(str(request.get("content", "")), encoding="utf-8")
-            return {"ok": True}
-        except (ValueError, OSError) as exc:
-            return {"ok": False, "error": str(exc)}
-    if tool == "read_file":
-        try:
-            target = _safe_path(ws, str(request.get("path", "")))
-            return {"ok": True, "content": target.read_text(encoding="utf-8",
-                                                            errors="replace")[:TOOL_OUTPUT_CHARS]}
-        except (ValueError, OSError) as exc:
-            return {"ok": False, "error": str(exc)}
+            if tool == "write_file":
+                files.write_text(request.get("path"), str(request.get("content", "")))
+                return {"ok": True}
+            text = files.read_text(request.get("path"), limit=4 * TOOL_OUTPUT_CHARS)
+            return {"ok": True, "content": text[:TOOL_OUTPUT_CHARS]}
+        except PathRefused as exc:
+            refused.append(request.get("path"))
+            return {"ok": False, "error": f"refused: {exc.strerror}: {exc.filename}"}
+        except OSError as exc:
+            return {"ok": False, "error": f"{exc.strerror}: {exc.filename}"}
     return {"ok": False, "error": f"unknown tool {tool!r}; tools: bash, write_file, read_file, finish"}
 
 
 def _run_steps(task, agent, box, limits, env, ws, home, tmp, ro, hidden, workdir) -> AgentRun:
-    """Drive a step-protocol agent: it only acts through tool calls the harness executes."""
+    """Drive a step-protocol agent: it only acts through tool calls the harness executes.
+
+    The driver and its tools share no writable folder (the driver has its own ``HOME`` and
+    ``TMPDIR``; the tools have the workspace, theirs), so no tool can hand the driver a
+    descriptor of the workspace (a unix socket needs a shared path) to race the harness with.
+    """
     max_steps = limits.max_steps or DEFAULT_MAX_STEPS
-    ctl = workdir / "controller"
+    ctl, dtmp = workdir / "controller", workdir / "controller-tmp"
     ctl.mkdir()
-    agent_env = {**env, "NL2REPO_WORKSPACE": "", "NL2REPO_MAX_STEPS": str(max_steps)}
+    dtmp.mkdir()
+    agent_env = {**env, "NL2REPO_WORKSPACE": "", "NL2REPO_MAX_STEPS": str(max_steps),
+                 "HOME": str(ctl), "TMPDIR": str(dtmp), "NL2REPO_EVENTS": ""}
+    files = Beneath(ws)                # opened before the agent runs; every tool path resolves beneath it
+    refused: list = []
     start = time.monotonic()
-    proc = box.spawn(agent.argv, cwd=ctl, env=agent_env, limits=limits, rw_paths=[ctl, tmp],
-                     hidden_paths=[*hidden, ws], ro_paths=ro)
-    err = Tail(proc.stderr)
-    steps, finished, step_limit, timed_out = 0, False, False, False
-    log = []
-    buf = b""
-    fd = proc.stdout.fileno()
-    while True:
-        remaining = limits.wall_s - (time.monotonic() - start)
-        if remaining <= 0:
-            timed_out = True
-            break
-        if b"\n" not in buf:
-            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
-            if not ready:
+    proc = box.spawn(agent.argv, cwd=ctl, env=agent_env, limits=limits, rw_paths=[ctl, dtmp],
+                     hidden_paths=[*hidden, ws, home, tmp], ro_paths=ro)
+    try:
+        err = Tail(proc.stderr)
+        steps, finished, step_limit, timed_out = 0, False, False, False
+        log = []
+        buf = b""
+        fd = proc.stdout.fileno()
+        while True:
+            remaining = limits.wall_s - (time.monotonic() - start)
+            if remaining <= 0:
+                timed_out = True
+                break
+            if b"\n" not in buf:
+                ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+                if not ready:
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break  # the agent closed its stdout (it exited)
+                buf += chunk
+                if len(buf) > (16 << 20):
+                    break
                 continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break  # the agent closed its stdout (it exited)
-            buf += chunk
-            if len(buf) > (16 << 20):
+            line, buf = buf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                reply = {"ok": False, "error": "each line must be one JSON object"}
+                request = None
+            if request is not None and request.get("tool") == "finish":
+                finished = True
                 break
-            continue
-        line, buf = buf.split(b"\n", 1)
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            reply = {"ok": False, "error": "each line must be one JSON object"}
-            request = None
-        if request is not None and request.get("tool") == "finish":
-            finished = True
-            break
-        if request is not None:
-            if steps >= max_steps:
-                step_limit = True
+            if request is not None:
+                if steps >= max_steps:
+                    step_limit = True
+                    break
+                steps += 1
+                reply = _execute_tool(request, box, limits, env, ws, home, tmp, hidden, files, refused)
+                log.append({"step": steps, "tool": request.get("tool"), "ok": reply.get("ok")})
+            try:
+                proc.stdin.write((json.dumps(reply) + "\n").encode())
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
                 break
-            steps += 1
-            reply = _execute_tool(request, box, limits, env, ws, home, tmp, hidden)
-            log.append({"step": steps, "tool": request.get("tool"), "ok": reply.get("ok")})
-        try:
-            proc.stdin.write((json.dumps(reply) + "\n").encode())
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            break
-    if proc.poll() is None and finished:
-        try:
-            proc.stdin.close()
-            proc.wait(timeout=5)
-        except (subprocess.TimeoutExpired, OSError):
-            pass
-    kill_process_group(proc)
+        if proc.poll() is None and finished:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=5)
+            except (subprocess.TimeoutExpired, OSError):
+                pass
+    finally:
+        kill_process_group(proc)
+        files.close()
     wall = time.monotonic() - start
-    (home / "steps.json").write_text(json.dumps(log))
+    (workdir / "steps.json").write_text(json.dumps(log))      # a folder no sandbox is given
     return AgentRun(proc.returncode, wall, timed_out, False, steps, finished=finished,
                     step_limit_hit=step_limit, isolation=box.isolation,
                     stderr=err.value().decode("utf-8", "replace")[-20000:], max_steps=max_steps,
-                    wall_budget_s=limits.wall_s)
+                    wall_budget_s=limits.wall_s,
+                    flags=[f"agent:tool_refused:{len(refused)}_paths"] if refused else [])
 
 
 # -- grading -----------------------------------------------------------------------------
@@ -838,6 +857,8 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
             for node, outcome in reported.items():
                 if node in outcomes:
                     outcomes[node] = outcome
+    if agent_run is not None:
+        state["flags"] += list(agent_run.flags)
     voided = any(f.startswith(("tamper", "forgery")) for f in state["flags"]) or state["agent_exit"]
     n_pass = sum(1 for v in outcomes.values() if v == "passed")
     score = 0.0 if (voided or not state["import_ok"]) else n_pass / len(task.manifest)

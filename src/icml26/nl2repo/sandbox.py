@@ -567,7 +567,7 @@ exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
 
 
 class UnshareSandbox(_Base):
-    """util-linux ``unshare``: user, mount, PID and network namespaces; a whitelisted, read-only root.
+    """util-linux ``unshare``: user, mount, PID, IPC, UTS and network namespaces; a whitelisted root.
 
     The setup script builds a new root on a tmpfs (system folders and runtime bound
     read-only, then the run's own paths), pivots into it (``pivot_root``) and detaches the host's
@@ -596,8 +596,8 @@ class UnshareSandbox(_Base):
                 raise ValueError(f"unshare sandbox: path {path} contains whitespace")
         if any(c.isspace() for c in str(cwd)):
             raise ValueError(f"unshare sandbox: path {cwd} contains whitespace")
-        flags = [self.binary, "--user", "--map-root-user", "--mount", "--pid", "--fork",
-                 "--kill-child", "--propagation", "private"]
+        flags = [self.binary, "--user", "--map-root-user", "--mount", "--pid", "--ipc", "--uts",
+                 "--fork", "--kill-child", "--propagation", "private"]
         if not limits.network:
             flags.append("--net")
         self._env_extra = {"NL2REPO_PLAN": "\n".join(" ".join(map(str, step)) for step in plan),
