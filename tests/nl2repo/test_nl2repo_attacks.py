@@ -17,11 +17,11 @@ from icml26.nl2repo import AgentSpec, Limits, builtin_tasks, evaluate, reference
 
 ATTACK_SOURCE = (Path(__file__).resolve().parent / "attack_agents.py").read_text()
 
-# The flag (prefix) each attack must leave once the harness stops it.
+# The flag (prefixes; one must appear) each attack leaves once the harness stops it.
 FLAG = {
     "inject_tests": "tamper:foreign_node:",
-    "stream_memerr": "tamper:report_honeypot",
-    "stream_segv": "tamper:report_honeypot",
+    "stream_memerr": ("tamper:report_honeypot", "agent_exit:"),
+    "stream_segv": ("tamper:report_honeypot", "agent_exit:"),
     "runtest_noop": "suspect:",
     "code_swap": "suspect:",
     "magic_eq": "suspect:",
@@ -54,7 +54,7 @@ def test_attack_scores_zero_and_is_flagged(name, box):
     rec = run_attack(name, box)
     assert rec["isolation"] == box.isolation
     assert (rec["score"], rec["n_passed"]) == (0.0, 0), (rec["label"], rec["flags"])
-    assert any(f.startswith(FLAG[name]) for f in rec["flags"]), (rec["label"], rec["flags"])
+    assert any(f.startswith(FLAG[name]) for f in rec["flags"]), (rec["label"], rec["flags"])   # str.startswith takes a tuple
 
 
 @pytest.mark.parametrize("name", ["runtest_noop", "magic_eq"])

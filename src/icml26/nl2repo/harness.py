@@ -818,7 +818,7 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
     reports.mkdir(parents=True, exist_ok=True)
     state = {"no_output": False, "flags": [], "invalid": False, "install_ok": False,
              "import_ok": False, "test_timed_out": False, "collection_errors": 0, "score": 0.0,
-             "agent_exit": False, "test_killed": False}
+             "agent_exit": False, "test_killed": False, "stream_incomplete": False}
     outcomes = {n: "missing" for n in task.manifest.tests}
     canaries: dict = {}
     unexpected = n_twins = 0
@@ -859,7 +859,8 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
                     outcomes[node] = outcome
     if agent_run is not None:
         state["flags"] += list(agent_run.flags)
-    voided = any(f.startswith(("tamper", "forgery")) for f in state["flags"]) or state["agent_exit"]
+    voided = (any(f.startswith(("tamper", "forgery")) for f in state["flags"]) or state["agent_exit"]
+              or state["stream_incomplete"])
     n_pass = sum(1 for v in outcomes.values() if v == "passed")
     score = 0.0 if (voided or not state["import_ok"]) else n_pass / len(task.manifest)
     state["score"] = score
@@ -905,13 +906,16 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
     if stream.ended:
         flags += _cross_check(stream, parsed, junit_ok, parse_summary(stdout), res)
         state["test_timed_out"] = res.timed_out
-    elif res.timed_out:
-        state["test_timed_out"] = True
-    elif res.killed_by_limit:
-        state["test_killed"] = True
-    else:   # the interpreter ended before pytest did: the code under test stopped it
-        state["agent_exit"] = True
-        flags.append(f"agent_exit:test_process_exit_{res.returncode}_before_pytest_finished")
+    else:   # no outcome of a stream that did not end counts, whatever ended it
+        state["stream_incomplete"] = True
+        flags.append(f"test_run:stream_not_ended:exit_{res.returncode}")
+        if res.timed_out:
+            state["test_timed_out"] = True
+        elif res.killed_by_limit:
+            state["test_killed"] = True
+        else:   # the interpreter ended before pytest did: the code under test stopped it
+            state["agent_exit"] = True
+            flags.append(f"agent_exit:test_process_exit_{res.returncode}_before_pytest_finished")
     flags += _foreign_plugins(stream.plugins, tvenv)
     reported, unexpected, canaries = {}, 0, {}
     collected = set(stream.collected or ())
@@ -920,13 +924,21 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
         info = suite.lookup(node)
         if info is not None:
             instances.setdefault(canary.split_node_id(node)[:3], []).append(node)
+    # Only nodes of the suite map score. Every hidden test was renamed, so a node that still
+    # carries a manifest test's original name can only have been injected (a star import of
+    # the package's own ``test_*`` functions, a forged collector).
+    originals = {canary.split_node_id(n)[:3] for n in task.manifest.tests}
+    foreign = []
     for node, outcome in stream.outcomes.items():
         info = suite.lookup(node)
         if info is None:
             unexpected += node in collected
-            reported[node] = outcome
+            if canary.split_node_id(node)[:3] in originals:
+                foreign.append(node)
         elif info[1] == "real":
             reported[info[0]] = outcome
+    if foreign:
+        flags.append(f"tamper:foreign_node:{len(foreign)}_nodes_named_like_manifest_tests:{foreign[0]}")
     both = missing = 0
     for key, (original, role, partner) in suite.functions.items():
         if role != "twin":
