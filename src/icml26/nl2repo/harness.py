@@ -469,7 +469,8 @@ class GradeReport:
     score : float
         ``|{n ∈ M : passed}| / |M|`` (no cap).
     outcomes : dict
-        Node ID → ``passed`` | ``failed`` | ``error`` | ``skipped`` | ``missing``.
+        Node ID → ``passed`` | ``failed`` | ``error`` | ``skipped`` | ``missing`` |
+        ``twin_passed`` (a weak canary twin passed too, so the test does not count).
     label : str
         The failure-mode label (first match in :data:`LABELS`).
     flags : list of str
@@ -875,9 +876,11 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
 
 def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
     """The hidden suite (renamed, with canary twins) under the reporter plugin; cross-checks."""
-    suite = canary.build_suite(task.tests_dir, tests, task.manifest.tests)
+    suite = canary.build_suite(task.tests_dir, tests, task.manifest.tests, reference=task.reference_dir)
     if suite.n_twins < MIN_TWINS:
         state["flags"].append(f"canary:weak:{suite.n_twins}_twins")
+    if suite.n_fallback:
+        state["flags"].append(f"canary:fallback_flips:{suite.n_fallback}")
     ph = _phase(gdir, "test")
     _, cmd_env = split_official_commands(task.commands)
     junit = reports / "junit.xml"
@@ -939,7 +942,7 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
             reported[info[0]] = outcome
     if foreign:
         flags.append(f"tamper:foreign_node:{len(foreign)}_nodes_named_like_manifest_tests:{foreign[0]}")
-    both = missing = 0
+    both = weak = missing = lone = 0
     for key, (original, role, partner) in suite.functions.items():
         if role != "twin":
             continue
@@ -948,11 +951,21 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
             missing += sum(stream.outcomes.get(n) == "passed" for n in reals[len(twins):])
         for real, twin in zip(reals, twins):
             r_out, t_out = stream.outcomes.get(real, "missing"), stream.outcomes.get(twin, "missing")
-            canaries[f"{suite.lookup(real)[0]} (twin)"] = t_out
-            both += r_out == "passed" and t_out == "passed"
+            canaries[f"{suite.lookup(real)[0]} (twin {key[2]})"] = t_out
+            lone += t_out == "passed" and r_out != "passed" and suite.strength.get(key) == "strict"
+            if r_out == "passed" and t_out == "passed":
+                if suite.strength.get(key) == "strict":
+                    both += 1
+                else:       # a weak twin passed: its real test does not count
+                    weak += 1
+                    reported[suite.lookup(real)[0]] = "twin_passed"
             missing += stream.ended and r_out == "passed" and t_out == "missing"
     if both:
         flags.append(f"tamper:canary:{both}_twin_pairs_both_passed")
+    if weak:
+        flags.append(f"canary:weak_twin_passed:{weak}_pairs_not_scored")
+    if lone:   # a buggy package can hit another test's answer; a forger guessing the copy does often
+        flags.append(f"canary:strict_twin_passed_alone:{lone}")
     if missing:
         flags.append(f"tamper:canary_missing:{missing}")
     parse_s = time.perf_counter() - t0
