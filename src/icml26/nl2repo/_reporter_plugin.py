@@ -47,8 +47,33 @@ def pytest_collectreport(report):
         _send({"ev": "collect", "nodeid": report.nodeid, "outcome": report.outcome})
 
 
+def _hook_files(config):
+    """Each (plugin, file of the code of its hook functions): a module's ``__file__`` can say
+    anything, the code object's ``co_filename`` is where the function was compiled."""
+    seen = set()
+    for plugin in config.pluginmanager.get_plugins():
+        name = config.pluginmanager.get_name(plugin)
+        for attr in dir(plugin):
+            if not attr.startswith("pytest_"):
+                continue
+            try:
+                fn = getattr(plugin, attr)
+            except Exception:
+                continue
+            fn = getattr(fn, "__func__", fn)
+            while hasattr(fn, "__wrapped__"):
+                fn = fn.__wrapped__
+            code = getattr(fn, "__code__", None)
+            where = (code.co_filename, code.co_firstlineno, code.co_name) if code else ("<no code>", 0, attr)
+            if (name, where) not in seen:
+                seen.add((name, where))
+                _send({"ev": "hookimpl", "plugin": str(name), "file": str(where[0]), "line": int(where[1]),
+                       "func": str(where[2])})
+
+
 def pytest_collection_finish(session):
     _send({"ev": "collected", "items": [item.nodeid for item in session.items]})
+    _hook_files(session.config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -60,6 +85,7 @@ def pytest_runtest_logreport(report):
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
+    _hook_files(session.config)           # plugins registered while the tests ran
     _send({"ev": "finish", "exitstatus": int(exitstatus)})
 
 

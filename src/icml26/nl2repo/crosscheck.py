@@ -73,6 +73,7 @@ class Stream:
     ended: bool = False
     problems: list = field(default_factory=list)
     plugins: list = field(default_factory=list)        # (name, file) registered after the reporter
+    hookimpls: set = field(default_factory=set)        # (plugin, code file, first line, function)
 
 
 def _category(when: str, outcome: str, xfail: bool) -> str:
@@ -150,6 +151,9 @@ def read_stream(data: bytes, overflow: bool = False) -> Stream:
                 out.outcomes[node] = new
         elif kind == "plugin":
             out.plugins.append((str(event.get("name")), str(event.get("file"))))
+        elif kind == "hookimpl":
+            out.hookimpls.add((str(event.get("plugin")), str(event.get("file")), event.get("line"),
+                               str(event.get("func"))))
         elif kind == "finish":
             if out.exitstatus is not None:
                 out.problems.append("second_finish")

@@ -34,8 +34,8 @@ from pathlib import Path
 from . import canary
 from .beneath import Beneath, PathRefused
 from .crosscheck import RANK, SUMMARY_KEYS, StreamReader, parse_summary, read_stream
-from .install import (REPORTER_MODULE, audit_install, make_venv, populate_test_venv, site_packages,
-                      tree_state)
+from .install import (REPORTER_MODULE, audit_install, bridge_paths, make_venv, populate_test_venv,
+                      site_packages, tree_state, trusted_import_names)
 from .sandbox import SYSTEM_PATHS, Tail, kill_process_group, make_sandbox
 from .task import Limits, Task, tasks_root
 
@@ -596,10 +596,14 @@ def split_official_commands(commands) -> tuple[list[str], dict]:
     return setup, env
 
 
-def _audit_names(site: Path, names) -> list[str]:
-    """Hooks among the top-level names a package installs into ``site-packages``."""
+def _audit_names(site: Path, names, trusted=frozenset()) -> list[str]:
+    """Hooks among the top-level names a package installs into ``site-packages``.
+
+    ``trusted``: the top-level names the test interpreter imports at start and with pytest
+    (:func:`~icml26.nl2repo.install.trusted_import_names`); none may be shadowed.
+    """
     flags = []
-    stdlib = set(sys.stdlib_module_names)
+    stdlib = set(sys.stdlib_module_names) | set(trusted)
     for name in sorted(names):
         path = site / name
         if name.endswith(".pth"):
@@ -794,6 +798,7 @@ def _install(task, box, limits, src, gdir, hidden, state) -> tuple[list, str, fl
         log += f"[setup] {cmd}: exit {res.returncode}\n"
     ivenv = gdir / "install-venv"
     isite = make_venv(ivenv)
+    trusted = trusted_import_names(ivenv / "bin" / "python")      # a fresh venv: nothing installed yet
     before = tree_state(ivenv)
     names_before = {p.name for p in isite.iterdir()}
     res = box.run([str(ivenv / "bin" / "python"), "-m", "pip", "install", "--no-index",
@@ -807,7 +812,8 @@ def _install(task, box, limits, src, gdir, hidden, state) -> tuple[list, str, fl
     if state["install_ok"]:
         flags, dists = audit_install(ivenv, before)
         state["flags"] += flags
-        state["flags"] += _audit_names(isite, {p.name for p in isite.iterdir()} - names_before)
+        state["flags"] += _audit_names(isite, {p.name for p in isite.iterdir()} - names_before,
+                                       trusted - {task.package})
         if not dists:
             state["install_ok"] = False
             log += "\n[install] pip reported success but installed no distribution"
@@ -835,6 +841,7 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
     if not state["invalid"]:
         state["flags"] += _sanitize(task, src)
         state["no_output"] = not any(p.suffix == ".py" for p in src.rglob("*.py"))
+        state["flags"] += _suspect_constructs(src)
     else:
         state["no_output"] = not any(p.suffix == ".py" and not p.is_symlink()
                                      for p in workspace.rglob("*.py"))
@@ -920,6 +927,8 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
             state["agent_exit"] = True
             flags.append(f"agent_exit:test_process_exit_{res.returncode}_before_pytest_finished")
     flags += _foreign_plugins(stream.plugins, tvenv)
+    flags += _foreign_hooks(stream.hookimpls, [*_stdlib_dirs(), *bridge_paths(), os.path.realpath(tests)],
+                            [os.path.realpath(site_packages(tvenv) / f"{REPORTER_MODULE}.py")])
     reported, unexpected, canaries = {}, 0, {}
     collected = set(stream.collected or ())
     instances: dict = {}
@@ -971,6 +980,66 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
     parse_s = time.perf_counter() - t0
     return (pytest_s, test_wall, parse_s, stdout[-20000:], reported, unexpected, canaries,
             suite.n_twins)
+
+
+def _stdlib_dirs() -> list[str]:
+    import sysconfig
+
+    return sorted({os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")})
+
+
+def _defines(path: str, line, func: str) -> bool:
+    """Whether ``path`` defines ``func`` at (or just below) line ``line`` (decorators first)."""
+    if not isinstance(line, int) or line < 1:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(4 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return False
+    return any(re.match(rf"\s*(async\s+)?def\s+{re.escape(func)}\s*\(", row)
+               for row in text[line - 1:line + 20])
+
+
+def _foreign_hooks(hookimpls, roots, files=()) -> list[str]:
+    """``tamper`` flags for hook functions whose code was not compiled from a trusted file.
+
+    A hook's code object names the file it was compiled from (``co_filename``); it must be
+    a real file under ``roots`` (the standard library, the harness's site-packages, the hidden
+    tests) or one of ``files`` (the reporter), and define that function at that line.
+    """
+    flags = []
+    for plugin, file, line, func in sorted(hookimpls, key=str):
+        real = os.path.realpath(file) if file.startswith("/") else ""
+        inside = real in files or any(real.startswith(r + os.sep) for r in roots)
+        if not (inside and _defines(real, line, func)):
+            flags.append(f"tamper:hook_code_from:{file}:{plugin}.{func}")
+    return flags[:5]
+
+
+_SUSPECT = {   # constructs honest library code has no use for; reported, never scored
+    "pytest_internals": re.compile(r"\b_pytest\b|\bpluggy\b|^\s*(?:import|from)\s+pytest\b", re.M),
+    "report_pipe": re.compile(r"NL2REPO_|_nl2repo"),
+    "frame_inspection": re.compile(r"\b_getframe\b|\bcurrentframe\b|\bf_back\b|\bf_globals\b"),
+    "heap_walk": re.compile(r"\bget_objects\b|\bget_referrers\b"),
+    "code_objects": re.compile(r"__code__|\bco_consts\b|\bco_code\b"),
+    "proc_self": re.compile(r"/proc/"),
+}
+SUSPECT_SCAN_BYTES = 1 << 20
+
+
+def _suspect_constructs(tree: Path) -> list[str]:
+    """``suspect:<construct>:<file>`` for the package sources (informational, evadable)."""
+    found = {}
+    for path in sorted(tree.rglob("*.py"))[:5000]:
+        if path.is_symlink() or not path.is_file():
+            continue
+        with open(path, "rb") as fh:
+            text = fh.read(SUSPECT_SCAN_BYTES).decode("utf-8", "replace")
+        for name, pattern in _SUSPECT.items():
+            if name not in found and pattern.search(text):
+                found[name] = path.relative_to(tree).as_posix()
+    return [f"suspect:{name}:{where}" for name, where in found.items()]
 
 
 def _foreign_plugins(plugins, tvenv: Path) -> list[str]:

@@ -28,7 +28,7 @@ import sysconfig
 from pathlib import Path, PurePosixPath
 
 __all__ = ["make_venv", "site_packages", "tree_state", "audit_install", "populate_test_venv",
-           "bridge_paths", "REPORTER_MODULE", "BRIDGE_PTH"]
+           "bridge_paths", "trusted_import_names", "REPORTER_MODULE", "BRIDGE_PTH"]
 
 BRIDGE_PTH = "_nl2repo_base.pth"
 REPORTER_MODULE = "_nl2repo_reporter"
@@ -66,6 +66,32 @@ def make_venv(venv: Path) -> Path:
     site = site_packages(venv)
     (site / BRIDGE_PTH).write_text("\n".join(bridge_paths()) + "\n")
     return site
+
+
+# What the test interpreter imports before (and besides) any package code: its startup
+# ``.pth`` hooks and pytest with the plugins it loads. A package that installs a top-level
+# module of one of these names would run in their place (``pygments`` is imported by
+# ``import pytest``; ``_distutils_hack`` by setuptools' ``distutils-precedence.pth`` at start).
+_IMPORT_PROBE = ("import sys\nimport pytest, _pytest.junitxml, _pytest.terminal, _pytest.python, "
+                 "_pytest.runner, _pytest.main, _pytest.fixtures, _pytest.assertion.rewrite, "
+                 "_pytest.capture, _pytest.logging, _pytest.faulthandler\n"
+                 "print(' '.join(sorted({m.split('.')[0] for m in list(sys.modules)})))\n")
+_TRUSTED_IMPORTS: dict = {}
+
+
+def trusted_import_names(python: Path) -> frozenset:
+    """Top-level module names a fresh test venv's interpreter imports at start and with pytest.
+
+    Run once per harness process (cached), with ``python`` from a venv made by
+    :func:`make_venv` before anything was installed into it.
+    """
+    if "names" not in _TRUSTED_IMPORTS:
+        res = subprocess.run([str(python), "-I", "-c", _IMPORT_PROBE], capture_output=True,
+                             text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"})
+        if res.returncode != 0:
+            raise RuntimeError(f"cannot list what the test interpreter imports: {res.stderr[-500:]}")
+        _TRUSTED_IMPORTS["names"] = frozenset(res.stdout.split())
+    return _TRUSTED_IMPORTS["names"]
 
 
 def tree_state(root: Path) -> dict:
