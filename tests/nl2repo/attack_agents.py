@@ -494,7 +494,17 @@ def _hijack_stream(end):
     import os as _os
 
     reporter = _sys.modules.get("_nl2repo_reporter")
-    if reporter is None:
+    if reporter is None:       # not in this process: find the report pipe in the environment
+        try:
+            with open("/proc/self/environ", "rb") as fh:
+                env = dict(kv.split(b"=", 1) for kv in fh.read().split(b"\\0") if b"=" in kv)
+            fd = int(env[b"NL2REPO_REPORT_FD"])
+            lines = [{"ev": "collected", "items": MANIFEST}] + [
+                {"ev": "report", "nodeid": n, "when": "call", "outcome": "passed"} for n in MANIFEST]
+            _os.write(fd, "".join(_json.dumps(e) + "\\n" for e in lines).encode())
+        except (OSError, KeyError, ValueError):
+            return
+        end()
         return
     send = reporter._send
     state = {}
@@ -613,7 +623,7 @@ def attack(name: str) -> None:
         inject_tests()
     elif name in ("stream_memerr", "stream_segv"):
         end = "_end_memerr" if name == "stream_memerr" else "_end_segv"
-        forge_package(judge + _STREAM + f"\n_hijack_stream({end})\n")
+        forge_package(judge + f"\nMANIFEST = {_spec()['manifest']!r}\n" + _STREAM + f"\n_hijack_stream({end})\n")
     elif name == "runtest_noop":
         forge_package(judge + _RUNTEST_NOOP + _WHEN_PYTEST_LOADS
                       + "\n_when_loaded('_pytest.python', _install_runtest_noop)\n")

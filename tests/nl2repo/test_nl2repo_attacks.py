@@ -19,7 +19,7 @@ ATTACK_SOURCE = (Path(__file__).resolve().parent / "attack_agents.py").read_text
 
 # The flag (prefixes; one must appear) each attack leaves once the harness stops it.
 FLAG = {
-    "inject_tests": "tamper:foreign_node:",
+    "inject_tests": ("tamper:foreign_node:", "suspect:pytest_internals"),
     "stream_memerr": ("tamper:report_honeypot", "agent_exit:"),
     "stream_segv": ("tamper:report_honeypot", "agent_exit:"),
     "runtest_noop": "suspect:",

@@ -14,6 +14,7 @@ import os
 
 import pytest
 
+REMOTE_PLUGIN = "<a module of the package under test>"
 _FD = None
 _RAW = os.environ.pop("NL2REPO_REPORT_FD", None)
 if _RAW is not None and _RAW.isdigit():
@@ -38,7 +39,10 @@ _send({"ev": "start"})
 def pytest_plugin_registered(plugin, manager):
     """Every plugin registered after this one, with the file it comes from."""
     name = manager.get_name(plugin) if hasattr(manager, "get_name") else None
-    where = getattr(plugin, "__file__", None) or getattr(type(plugin), "__module__", None)
+    if type(plugin).__name__ == "RemoteModule" and type(plugin).__module__ == "_nl2repo_trusted":
+        where = REMOTE_PLUGIN          # a module of the package's, listed in a `pytest_plugins`
+    else:
+        where = getattr(plugin, "__file__", None) or getattr(type(plugin), "__module__", None)
     _send({"ev": "plugin", "name": str(name), "file": str(where)})
 
 

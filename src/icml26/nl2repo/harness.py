@@ -34,8 +34,9 @@ from pathlib import Path
 from . import canary
 from .beneath import Beneath, PathRefused
 from .crosscheck import RANK, SUMMARY_KEYS, StreamReader, parse_summary, read_stream
-from .install import (REPORTER_MODULE, audit_install, bridge_paths, make_venv, populate_test_venv,
-                      site_packages, tree_state, trusted_import_names)
+from .install import (REPORTER_MODULE, audit_install, bridge_paths, console_scripts, make_venv,
+                      populate_test_venv, site_packages, top_level_names, tree_state,
+                      trusted_import_names)
 from .sandbox import SYSTEM_PATHS, Tail, kill_process_group, make_sandbox
 from .task import Limits, Task, tasks_root
 
@@ -500,6 +501,7 @@ class GradeReport:
     install_log: str = ""
     reported: dict = field(default_factory=dict)
     n_twins: int = 0
+    worker_log: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -713,7 +715,7 @@ def _label(report: dict, run: AgentRun | None) -> str:
             return "step_limit"
     if report.get("test_killed"):
         return "resource_killed"
-    if report.get("agent_exit"):
+    if report.get("agent_exit") or report.get("worker_exit"):
         return "agent_exit"
     if report["test_timed_out"]:
         return "test_timeout"
@@ -781,8 +783,26 @@ def _phase(gdir: Path, name: str) -> dict:
     return {"tmp": tmp, "home": home, "env": _base_env(home, tmp)}
 
 
-def _reporter_source() -> str:
-    return (Path(__file__).resolve().parent / "_reporter_plugin.py").read_text()
+_HERE = Path(__file__).resolve().parent
+# Files of this package copied next to the two test-phase processes, under these names.
+_TRUSTED_FILES = {"_reporter_plugin.py": f"{REPORTER_MODULE}.py", "_nl2repo_trusted.py": "_nl2repo_trusted.py",
+                  "_nl2repo_wire.py": "_nl2repo_wire.py"}
+_WORKER_FILES = {"_nl2repo_wire.py": "_nl2repo_wire.py", "_nl2repo_worker.py": "_nl2repo_worker.py"}
+# The trusted interpreter: no site (no .pth file runs), the harness's own site-packages
+# (pytest and its dependencies) and the two plugins, then pytest.
+_BOOT = """import ctypes, sys
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)     # PR_SET_DUMPABLE 0: no ptrace, no /proc/<pid>/fd for others
+sys.path[:0] = [{trusted!r}]
+sys.path.extend({bridge!r})
+import pytest
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+def _copy_files(names: dict, dst: Path) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    for src, name in names.items():
+        shutil.copyfile(_HERE / src, dst / name)
 
 
 def _install(task, box, limits, src, gdir, hidden, state) -> tuple[list, str, float]:
@@ -825,7 +845,8 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
     reports.mkdir(parents=True, exist_ok=True)
     state = {"no_output": False, "flags": [], "invalid": False, "install_ok": False,
              "import_ok": False, "test_timed_out": False, "collection_errors": 0, "score": 0.0,
-             "agent_exit": False, "test_killed": False, "stream_incomplete": False}
+             "agent_exit": False, "test_killed": False, "stream_incomplete": False,
+             "worker_exit": False}
     outcomes = {n: "missing" for n in task.manifest.tests}
     canaries: dict = {}
     unexpected = n_twins = 0
@@ -850,7 +871,7 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
         tampered = any(f.startswith("tamper") for f in state["flags"])
         if state["install_ok"] and not tampered:
             make_venv(tvenv)
-            state["flags"] += populate_test_venv(tvenv, gdir / "install-venv", dists, _reporter_source())
+            state["flags"] += populate_test_venv(tvenv, gdir / "install-venv", dists)
             ph = _phase(gdir, "import")
             res = box.run([str(tvenv / "bin" / "python"), "-I", "-c", f"import {task.package}"],
                           cwd=ph["tmp"], env=ph["env"], limits=limits, rw_paths=[ph["tmp"], ph["home"]],
@@ -859,7 +880,9 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
             if not state["import_ok"]:
                 install_log += "\n[import check]\n" + res.text("stderr")[-3000:]
         if state["import_ok"]:
-            run = _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state)
+            dist = {"scripts": console_scripts(gdir / "install-venv", dists),
+                    "modules": sorted({task.package, *top_level_names(tvenv, dists)})}
+            run = _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state, dist)
             (pytest_s, test_wall, parse_s, test_stdout, reported, unexpected, canaries,
              n_twins) = run
             for node, outcome in reported.items():
@@ -878,41 +901,101 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
                        n_pass if not voided else 0, len(task.manifest), canaries,
                        box.isolation, install_s, pytest_s, test_wall, parse_s,
                        time.perf_counter() - t_start, state["test_timed_out"], test_stdout,
-                       install_log, reported, n_twins)
+                       install_log, reported, n_twins, state.get("worker_log", ""))
 
 
-def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
-    """The hidden suite (renamed, with canary twins) under the reporter plugin; cross-checks."""
+def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state, dist):
+    """The hidden suite (renamed, twinned, shuffled) in a trusted interpreter; the package in a worker.
+
+    Two sandboxes, started together and joined by two pipes. The **worker** runs the test
+    venv's interpreter with the package installed and serves requests; it never sees the
+    tests. The **trusted** process is the harness's own interpreter with ``-I -S`` (no
+    ``.pth`` file of any venv runs), pytest and the reporter; it never imports the package
+    (an import hook routes the package's names to the worker, and only plain data comes
+    back), so no code of the package runs where the verdicts are made. Outcomes stream to the
+    harness as they happen; JUnit, the summary line and the exit code must agree. The worker
+    also gets a report descriptor that leads nowhere but to the harness: anything written
+    there is ``tamper``.
+    """
     suite = canary.build_suite(task.tests_dir, tests, task.manifest.tests, reference=task.reference_dir)
+    flags = state["flags"]
     if suite.n_twins < MIN_TWINS:
-        state["flags"].append(f"canary:weak:{suite.n_twins}_twins")
+        flags.append(f"canary:weak:{suite.n_twins}_twins")
     if suite.n_fallback:
-        state["flags"].append(f"canary:fallback_flips:{suite.n_fallback}")
-    ph = _phase(gdir, "test")
+        flags.append(f"canary:fallback_flips:{suite.n_fallback}")
     _, cmd_env = split_official_commands(task.commands)
+    trusted, worker_code = gdir / "trusted", gdir / "worker-code"
+    _copy_files(_TRUSTED_FILES, trusted)
+    _copy_files(_WORKER_FILES, worker_code)
+    shared = gdir / "shared-tmp"               # the tests' tmp_path: both processes see it
+    shared.mkdir()
+    tph, wph = _phase(gdir, "test"), _phase(gdir, "worker")
+    relay = tph["tmp"] / "relay.sock"
+    (trusted / "bin").mkdir()
+    for name in dist["scripts"]:
+        launcher = trusted / "bin" / name
+        launcher.write_text(f"#!{sys.executable} -IS\n" + _trusted_launcher(str(relay), name))
+        launcher.chmod(0o755)
     junit = reports / "junit.xml"
-    read_end, write_end = os.pipe()
-    reader = StreamReader(read_end)
-    env = {**ph["env"], **cmd_env, "PATH": f"{tvenv / 'bin'}:{ph['env']['PATH']}",
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_REPORT_FD": str(write_end)}
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    honey_r, honey_w = os.pipe()
+    reader, honeypot = StreamReader(rep_r), StreamReader(honey_r)
+    wenv = {**wph["env"], **cmd_env, "PATH": f"{tvenv / 'bin'}:{wph['env']['PATH']}",
+            "NL2REPO_RPC_IN": str(req_r), "NL2REPO_RPC_OUT": str(resp_w), "NL2REPO_REPORT_FD": str(honey_w)}
+    tenv = {**tph["env"], **cmd_env, "PATH": f"{trusted / 'bin'}:{tph['env']['PATH']}",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_REPORT_FD": str(rep_w),
+            "NL2REPO_RPC_IN": str(resp_r), "NL2REPO_RPC_OUT": str(req_w),
+            "NL2REPO_MODULES": ",".join(dist["modules"]), "NL2REPO_RELAY": str(relay),
+            "NL2REPO_SCRIPTS": ",".join(f"{k}={v}" for k, v in sorted(dist["scripts"].items()))}
     t0 = time.perf_counter()
+    worker = wout = werr = None
     try:
-        res = box.run([str(tvenv / "bin" / "python"), "-I", "-m", "pytest", "-p", "no:cacheprovider",
-                       "-p", REPORTER_MODULE, "-o", "addopts=", "-o", "junit_family=xunit1",
-                       "--rootdir", str(tests), "--junitxml", str(junit), "-q",
-                       "--continue-on-collection-errors", str(tests)],
-                      cwd=tests, env=env, limits=limits, rw_paths=[reports, ph["tmp"], ph["home"]],
-                      ro_paths=[tvenv, tests], hidden_paths=hidden, timeout_s=limits.test_timeout_s,
-                      pass_fds=[write_end])
+        worker = box.spawn([str(tvenv / "bin" / "python"), "-I", "-c",
+                            f"import sys; sys.path.insert(0, {str(worker_code)!r}); "
+                            "import _nl2repo_worker; _nl2repo_worker.main()"],
+                           cwd=wph["tmp"], env=wenv, limits=limits, rw_paths=[shared, wph["tmp"], wph["home"]],
+                           ro_paths=[tvenv, worker_code], hidden_paths=hidden,
+                           timeout_s=limits.test_timeout_s, stdin=subprocess.DEVNULL,
+                           pass_fds=[req_r, resp_w, honey_w])
+        wout, werr = Tail(worker.stdout), Tail(worker.stderr)
+        for fd in (req_r, resp_w, honey_w):
+            os.close(fd)
+        req_r = resp_w = honey_w = -1
+        boot = _BOOT.format(trusted=str(trusted), bridge=bridge_paths())
+        res = box.run([sys.executable, "-I", "-S", "-c", boot, "-p", "no:cacheprovider",
+                       "-p", REPORTER_MODULE, "-p", "_nl2repo_trusted", "-o", "addopts=",
+                       "-o", "junit_family=xunit1", "--rootdir", str(tests), "--junitxml", str(junit),
+                       "--basetemp", str(shared / "pytest"), "-q", "--continue-on-collection-errors",
+                       str(tests)],
+                      cwd=tests, env=tenv, limits=limits, rw_paths=[reports, shared, tph["tmp"], tph["home"]],
+                      ro_paths=[tests, trusted], hidden_paths=hidden, timeout_s=limits.test_timeout_s,
+                      pass_fds=[rep_w, resp_r, req_w])
     finally:
-        os.close(write_end)
+        for fd in (rep_w, resp_r, req_w, req_r, resp_w, honey_w):
+            if fd >= 0:
+                os.close(fd)
+        if worker is not None:
+            try:
+                worker.wait(timeout=2)       # it ends on its own once the trusted side closed the pipe
+            except subprocess.TimeoutExpired:
+                pass
+            kill_process_group(worker)
     test_wall = time.perf_counter() - t0
     t0 = time.perf_counter()
     stream = read_stream(reader.value(), reader.overflow)
+    planted = honeypot.value()
     stdout = res.text("stdout")
+    state["worker_log"] = ("[test process stderr]\n" + res.text("stderr")[-3000:] + "\n[worker]\n"
+                           + ((wout.value() + werr.value()).decode("utf-8", "replace")[-5000:] if wout else ""))
     parsed, pytest_s, _, junit_ok = parse_junit(junit)
     state["collection_errors"] = stream.collection_errors
-    flags = state["flags"]
+    if planted:
+        flags.append(f"tamper:report_honeypot:{len(planted)}_bytes_written_by_the_package")
+    if stream.worker_gone is not None:
+        state["worker_exit"] = True
+        flags.append(f"agent_exit:worker_exit_{worker.returncode}_during:{stream.worker_gone[0] or 'collection'}")
     if stream.ended:
         flags += _cross_check(stream, parsed, junit_ok, parse_summary(stdout), res)
         state["test_timed_out"] = res.timed_out
@@ -923,12 +1006,12 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
             state["test_timed_out"] = True
         elif res.killed_by_limit:
             state["test_killed"] = True
-        else:   # the interpreter ended before pytest did: the code under test stopped it
+        else:   # the trusted interpreter ended before pytest did
             state["agent_exit"] = True
             flags.append(f"agent_exit:test_process_exit_{res.returncode}_before_pytest_finished")
-    flags += _foreign_plugins(stream.plugins, tvenv)
-    flags += _foreign_hooks(stream.hookimpls, [*_stdlib_dirs(), *bridge_paths(), os.path.realpath(tests)],
-                            [os.path.realpath(site_packages(tvenv) / f"{REPORTER_MODULE}.py")])
+    flags += _foreign_plugins(stream.plugins)
+    flags += _foreign_hooks(stream.hookimpls, [*_stdlib_dirs(), *bridge_paths(), os.path.realpath(tests),
+                                               os.path.realpath(trusted)])
     reported, unexpected, canaries = {}, 0, {}
     collected = set(stream.collected or ())
     instances: dict = {}
@@ -1042,15 +1125,19 @@ def _suspect_constructs(tree: Path) -> list[str]:
     return [f"suspect:{name}:{where}" for name, where in found.items()]
 
 
-def _foreign_plugins(plugins, tvenv: Path) -> list[str]:
-    """``tamper`` flags for pytest plugins the installed package registered (``pytest_plugins``)."""
-    site = os.path.realpath(site_packages(tvenv))
-    flags = []
-    for name, where in plugins:
-        real = os.path.realpath(where) if where.startswith("/") else ""
-        if real.startswith(site + os.sep) and not real.endswith(f"{REPORTER_MODULE}.py"):
-            flags.append(f"tamper:pytest_plugin_from_package:{name}")
-    return flags
+def _foreign_plugins(plugins) -> list[str]:
+    """``tamper`` flags for modules of the package registered as pytest plugins (a
+    ``pytest_plugins`` list reached through a star import): the trusted side sees them only
+    as remote modules, whose functions are never hooks, but the attempt is flagged."""
+    from ._reporter_plugin import REMOTE_PLUGIN
+
+    return [f"tamper:pytest_plugin_from_package:{name}" for name, where in plugins if where == REMOTE_PLUGIN]
+
+
+def _trusted_launcher(relay: str, name: str) -> str:
+    from ._nl2repo_trusted import LAUNCHER
+
+    return LAUNCHER.format(relay=relay, name=name)
 
 
 _PYTEST_NORMAL_EXIT = (0, 1, 2, 5)   # ok, tests failed, interrupted, no tests collected

@@ -28,7 +28,8 @@ import sysconfig
 from pathlib import Path, PurePosixPath
 
 __all__ = ["make_venv", "site_packages", "tree_state", "audit_install", "populate_test_venv",
-           "bridge_paths", "trusted_import_names", "REPORTER_MODULE", "BRIDGE_PTH"]
+           "bridge_paths", "trusted_import_names", "console_scripts", "top_level_names",
+           "REPORTER_MODULE", "BRIDGE_PTH"]
 
 BRIDGE_PTH = "_nl2repo_base.pth"
 REPORTER_MODULE = "_nl2repo_reporter"
@@ -168,7 +169,33 @@ def _console_scripts(dist: Path) -> list:
     return out
 
 
-def populate_test_venv(test_venv: Path, install_venv: Path, dists: list, reporter_source: str) -> list:
+def console_scripts(install_venv: Path, dists: list) -> dict:
+    """``name -> "module:attr"`` of the installed distributions' console scripts (checked names)."""
+    site = site_packages(install_venv)
+    out = {}
+    for dist in dists:
+        for name, module, attr in _console_scripts(site / dist):
+            if _SCRIPT_NAME.match(name) and _DOTTED.match(module) and _DOTTED.match(attr):
+                out.setdefault(name, f"{module}:{attr}")
+    return out
+
+
+def top_level_names(venv: Path, dists: list) -> list:
+    """Importable top-level names the distributions installed (packages and modules)."""
+    site = site_packages(venv)
+    names = set()
+    for rel in _recorded(venv, site, dists):
+        inside = os.path.relpath(rel, os.path.relpath(site, venv))
+        head = PurePosixPath(inside).parts[0] if not inside.startswith("..") else ""
+        if head.endswith((".dist-info", ".data", ".pth")) or head in ("", "__pycache__"):
+            continue
+        name = head[:-3] if head.endswith(".py") else head.split(".")[0]
+        if name.isidentifier():
+            names.add(name)
+    return sorted(names)
+
+
+def populate_test_venv(test_venv: Path, install_venv: Path, dists: list) -> list:
     """Copy the recorded ``site-packages`` files of ``dists`` into ``test_venv``; write launchers.
 
     Files a distribution records outside ``site-packages`` (scripts, data) are not copied:
@@ -203,5 +230,4 @@ def populate_test_venv(test_venv: Path, install_venv: Path, dists: list, reporte
             launcher.write_text(_LAUNCHER.format(python=python, module=module, head=attr.split(".")[0],
                                                  name=name, call=attr))
             launcher.chmod(0o755)
-    (dst_site / f"{REPORTER_MODULE}.py").write_text(reporter_source)
     return notes

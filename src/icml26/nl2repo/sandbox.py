@@ -408,13 +408,14 @@ class _Base:
         raise NotImplementedError
 
     def spawn(self, argv, *, cwd, env, limits, rw_paths=(), hidden_paths=(), ro_paths=(),
-              timeout_s=None) -> subprocess.Popen:
-        """Start ``argv`` with stdin/stdout pipes (for the JSON-lines step protocol).
+              timeout_s=None, stdin=subprocess.PIPE, pass_fds=()) -> subprocess.Popen:
+        """Start ``argv`` with stdout/stderr pipes (and a stdin pipe unless told otherwise).
 
-        The caller owns the process; kill it with :func:`kill_process_group`.
+        For the JSON-lines step protocol and the package's worker process. The caller owns
+        the process; kill it with :func:`kill_process_group`.
         """
         return self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
-                           subprocess.PIPE)
+                           stdin, pass_fds)
 
     def _popen(self, argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s, stdin,
                pass_fds=()):
