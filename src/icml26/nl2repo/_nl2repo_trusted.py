@@ -140,8 +140,11 @@ class Channel:
             self._gone("a reply without a result")
         try:
             value = self.decode(reply["ok"] if "ok" in reply else reply["raise"])
-        except (wire.WireError, TypeError, ValueError, RecursionError) as exc:
+        except (wire.WireError, RecursionError) as exc:      # not this format: the worker is broken
             self._gone(f"undecodable reply: {exc}")
+        except (TypeError, ValueError, ArithmeticError) as exc:   # a well-formed value we cannot rebuild
+            raise TypeError(f"nl2repo: a value from the package could not be rebuilt in the test "
+                            f"process: {type(exc).__name__}: {exc}") from None
         if len(self.sticky) > sticky_before:          # the test's own failure, swallowed there
             raise self.sticky[-1]
         if "raise" in reply:
