@@ -1,7 +1,9 @@
 """Attack agents for the nl2repo harness: one per attack class, each implementing nothing.
 
 A stdlib-only script, run by the tests inside the sandbox with the project's own interpreter
-(``sys.executable -I -c <this file's text> NAME``), with ``cwd`` = the agent's workspace and
+(``sys.executable -I -c <text> NAME``, where the text is ``icml26/nl2repo/agents.py`` without
+its ``__main__`` block followed by this file: the helpers ``_spec``, ``_ws``, ``_call`` and
+``forge_package`` are that module's), with ``cwd`` = the agent's workspace and
 ``$NL2REPO_AGENT_SPEC`` = ``{"task", "package", "modules", "manifest", ...}``. The attackers
 are given the frozen manifest (the real node IDs) and the host paths they aim at: the
 strongest attacker, not a guessing one.
@@ -32,63 +34,10 @@ import os
 import socket
 import sys
 import threading
-import time
-from pathlib import Path
 
 ATTACKS = ("race_steps", "inject_tests", "stream_memerr", "stream_segv", "runtest_noop",
            "code_swap", "magic_eq", "shadow_pygments", "shadow_distutils_hack", "fake_file_plugin")
 RACE_ATTEMPTS = 3000          # read_file / write_file requests per target while the swapper runs
-
-
-def _spec() -> dict:
-    return json.loads(os.environ.get("NL2REPO_AGENT_SPEC", "{}"))
-
-
-def _ws() -> Path:
-    return Path.cwd()
-
-
-# -- a package that implements nothing ------------------------------------------------------
-
-_STUB_MODULE = '''"""Implements nothing: every name is a stub."""
-
-
-def _stub(*args, **kwargs):
-    return None
-
-
-class _Stub(Exception):
-    def __init__(self, *args, **kwargs):
-        pass
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return _Stub if name[:1].isupper() else _stub
-'''
-
-
-def _pyproject(pkg: str, packages: list) -> str:
-    return ('[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
-            f'[project]\nname = "{pkg}"\nversion = "0.0.1"\n\n[tool.setuptools]\n'
-            f'packages = {json.dumps(packages)}\n')
-
-
-def forge_package(init: str = "", module_extra: str = "", extra_packages: dict | None = None) -> str:
-    """Every spec module present, implementing nothing; ``init`` runs at the package's import."""
-    spec = _spec()
-    pkg = spec["package"]
-    (_ws() / pkg).mkdir(exist_ok=True)
-    (_ws() / pkg / "__init__.py").write_text('"""Implements nothing."""\n' + init)
-    for m in spec["modules"]:
-        (_ws() / pkg / f"{m['name']}.py").write_text(_STUB_MODULE + module_extra)
-    for name, files in (extra_packages or {}).items():
-        for rel, text in files.items():
-            (_ws() / name / rel).parent.mkdir(parents=True, exist_ok=True)
-            (_ws() / name / rel).write_text(text)
-    (_ws() / "pyproject.toml").write_text(_pyproject(pkg, [pkg, *sorted(extra_packages or {})]))
-    return pkg
 
 
 # -- telling real tests from canary twins, in the process that runs them -------------------
@@ -657,15 +606,6 @@ def remove_shim():
 
 # -- the host file race (step protocol) -----------------------------------------------------
 
-def _call(request: dict) -> dict:
-    sys.stdout.write(json.dumps(request) + "\n")
-    sys.stdout.flush()
-    line = sys.stdin.readline()
-    if not line:
-        raise SystemExit(0)
-    return json.loads(line)
-
-
 _SEND_FD = r'''
 import array, os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -777,4 +717,3 @@ def race_steps() -> None:
 
 if __name__ == "__main__":
     attack(sys.argv[1])
-    time.sleep(0)

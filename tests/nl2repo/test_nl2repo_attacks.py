@@ -15,7 +15,11 @@ import pytest
 
 from icml26.nl2repo import AgentSpec, Limits, builtin_tasks, evaluate, reference_agent
 
-ATTACK_SOURCE = (Path(__file__).resolve().parent / "attack_agents.py").read_text()
+from icml26.nl2repo.baselines import AGENTS_SCRIPT
+
+# The reference agents' helpers, then the attacks (one piece of code for building packages).
+ATTACK_SOURCE = (AGENTS_SCRIPT.read_text().split('\nif __name__ == "__main__":')[0] + "\n\n"
+                 + (Path(__file__).resolve().parent / "attack_agents.py").read_text())
 
 # The flag (prefixes; one must appear) each attack leaves once the harness stops it.
 FLAG = {

@@ -602,42 +602,32 @@ def _scripts() -> dict:
 
 
 def _relay_loop(server: socket.socket, scripts: dict) -> None:
+    """Serves the console-script launchers: one JSON line in, one JSON line out."""
+    import io
+    import json
+
     while True:
         try:
             conn, _ = server.accept()
         except OSError:
             return
-        with conn:
+        with conn, conn.makefile("rb") as lines:
             try:
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = conn.recv(1 << 16)
-                    if not chunk:
-                        break
-                    data += chunk
-                    if len(data) > wire.MAX_MESSAGE:
-                        raise ValueError("request too large")
-                import json
-
-                req = json.loads(data)
+                req = json.loads(lines.readline(wire.MAX_MESSAGE))
                 target = scripts[req["name"]]
                 stdin = bytes.fromhex(req.get("stdin", ""))
                 with _channel().lock:
-                    saved_out, saved_err = sys.stdout, sys.stderr
-                    import io
-
+                    saved = sys.stdout, sys.stderr
                     out, err = io.StringIO(), io.StringIO()
                     sys.stdout, sys.stderr = out, err     # the worker's output comes back here
                     try:
                         code = _channel().request("script", target=target, argv=[req["name"], *req["argv"]],
                                                   stdin=_ref(stdin))[0]
                     finally:
-                        sys.stdout, sys.stderr = saved_out, saved_err
+                        sys.stdout, sys.stderr = saved
                 reply = {"out": out.getvalue(), "err": err.getvalue(), "code": int(code)}
             except Exception as exc:          # noqa: BLE001 - the launcher reports it and fails
                 reply = {"out": "", "err": f"nl2repo relay: {type(exc).__name__}: {exc}\n", "code": 1}
-            import json
-
             conn.sendall((json.dumps(reply) + "\n").encode())
 
 
@@ -668,13 +658,7 @@ stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.rea
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect({relay!r})
 s.sendall((json.dumps({{"name": {name!r}, "argv": sys.argv[1:], "stdin": stdin.hex()}}) + "\\n").encode())
-data = b""
-while not data.endswith(b"\\n"):
-    chunk = s.recv(1 << 16)
-    if not chunk:
-        break
-    data += chunk
-reply = json.loads(data)
+reply = json.loads(s.makefile("rb").readline())
 sys.stdout.write(reply["out"])
 sys.stderr.write(reply["err"])
 sys.exit(reply["code"])

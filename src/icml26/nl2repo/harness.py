@@ -1,8 +1,10 @@
 """The grading pipeline of our NL2Repo-Bench harness (spec §2.5).
 
-prepare → agent phase (sandboxed) → sanitize → offline non-editable install + audit →
-import check → hidden pytest suite with JUnit XML and canary tests → score against the
-frozen manifest → failure-mode label. Aggregation over tasks and runs in :class:`Results`.
+prepare → agent phase (sandboxed; step-protocol file tools resolved beneath a workspace
+descriptor) → sanitize → offline non-editable install + audit → import check → hidden
+pytest suite (renamed, canary twins, shuffled) in a trusted interpreter that reaches the
+package only through a sandboxed worker process → score against the frozen manifest →
+failure-mode label. Aggregation over tasks and runs in :class:`Results`.
 
 References
 ----------
@@ -754,11 +756,13 @@ def grade(task: Task, workspace, *, sandbox=None, limits: Limits | None = None,
     Notes
     -----
     ``s = |{n ∈ M : outcome(n) = passed}| / |M|``; nodes outside ``M`` are ignored and
-    counted in ``unexpected_tests``. Outcomes come from the harness's reporter plugin over
-    an inherited pipe, as the tests run; the JUnit XML and pytest's summary line must agree
-    with them (else ``forgery``, score 0), and no canary twin may pass beside its real test
-    (else ``tamper``, score 0). The package is built in a throw-away venv (audited) and
-    tested in a venv its code never wrote to. Output text is stored, never scored.
+    counted in ``unexpected_tests`` (one named like a manifest test is ``tamper``). The
+    tests run in a process that never imports the package (it runs in a separate worker
+    process; plain data crosses); outcomes come from the harness's reporter plugin over an
+    inherited pipe, as the tests run; the JUnit XML and pytest's summary line must agree
+    with them (else ``forgery``, score 0); a stream that did not end scores 0; no strict
+    canary twin may pass beside its real test (else ``tamper``, score 0). The package is
+    built in a throw-away venv (audited). Output text is stored, never scored.
     """
     t_start = time.perf_counter()
     box = _resolve_sandbox(sandbox)
@@ -967,7 +971,7 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state, di
         res = box.run([sys.executable, "-I", "-S", "-c", boot, "-p", "no:cacheprovider",
                        "-p", REPORTER_MODULE, "-p", "_nl2repo_trusted", "-o", "addopts=",
                        "-o", "junit_family=xunit1", "--rootdir", str(tests), "--junitxml", str(junit),
-                       "--basetemp", str(shared / "pytest"), "-q", "--continue-on-collection-errors",
+                       "--basetemp", str(shared / "pytest"), "-q", "--tb=line", "--continue-on-collection-errors",
                        str(tests)],
                       cwd=tests, env=tenv, limits=limits, rw_paths=[reports, shared, tph["tmp"], tph["home"]],
                       ro_paths=[tests, trusted], hidden_paths=hidden, timeout_s=limits.test_timeout_s,

@@ -7,7 +7,9 @@ access to the environment it installs into. So the package is installed into a t
 installed distributions record (``RECORD``) inside ``site-packages`` are then copied into a
 **test venv** that the harness builds afterwards, outside any sandbox, so no code of the
 package ever ran with write access to it; console scripts are regenerated from the
-distribution's ``entry_points.txt``. The test venv is read-only while the tests run.
+distribution's ``entry_points.txt``. The test venv is read-only while the tests run, and only
+the package's worker process uses it: the process that runs the tests is the harness's own
+interpreter, which never imports the package.
 
 References
 ----------
