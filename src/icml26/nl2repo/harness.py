@@ -933,6 +933,8 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state, di
     _copy_files(_WORKER_FILES, worker_code)
     shared = gdir / "shared-tmp"               # the tests' tmp_path: both processes see it
     shared.mkdir()
+    # pytest removes its basetemp when it exists: a name the worker cannot guess, made by pytest.
+    basetemp = shared / f"pytest-{secrets.token_hex(16)}"
     tph, wph = _phase(gdir, "test"), _phase(gdir, "worker")
     relay = tph["tmp"] / "relay.sock"
     (trusted / "bin").mkdir()
@@ -971,7 +973,7 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state, di
         res = box.run([sys.executable, "-I", "-S", "-c", boot, "-p", "no:cacheprovider",
                        "-p", REPORTER_MODULE, "-p", "_nl2repo_trusted", "-o", "addopts=",
                        "-o", "junit_family=xunit1", "--rootdir", str(tests), "--junitxml", str(junit),
-                       "--basetemp", str(shared / "pytest"), "-q", "--tb=line", "--continue-on-collection-errors",
+                       "--basetemp", str(basetemp), "-q", "--tb=line", "--continue-on-collection-errors",
                        str(tests)],
                       cwd=tests, env=tenv, limits=limits, rw_paths=[reports, shared, tph["tmp"], tph["home"]],
                       ro_paths=[tests, trusted], hidden_paths=hidden, timeout_s=limits.test_timeout_s,
