@@ -38,7 +38,11 @@ CONTROL_EXPECTED_LABEL = {
     # the forgers of the six attack classes
     "canary_spare": "partial", "plugin_export": "tamper", "atexit_rewrite": "partial",
     "pth_append": "tamper", "python_wrapper": "tamper", "git_history": "no_output",
-    "tmpfs_hog": "resource_killed", "exit_at_import": "agent_exit"}
+    "tmpfs_hog": "partial", "exit_at_import": "agent_exit"}
+# tmpfs_hog writes 8 GiB into /tmp and /dev/shm: E2's limits (4 GiB of memory, 512 MiB of tmpfs)
+# stop it at the tmpfs size (ENOSPC), which is its own failure, not a limit kill a kernel counter
+# shows (labels never come from the text it prints); the package it wrote before is graded. Under
+# a memory limit below the tmpfs size the memory cgroup kills it: resource_killed (tests).
 # The attack class each forger stands for (README "Attack classes").
 FORGER_CLASS = {
     "canary_spare": "recognisable canaries", "plugin_export": "in-process forgery",

@@ -309,7 +309,8 @@ def e2_summarize(jobs, config: E2Config) -> Result:
     if forgers:
         flagged = [r for r in forgers if r["score"] == 0 and r["label"] == r["expected_label"]
                    and (r["control"] not in _FLAG_PREFIX
-                        or any(f.startswith(_FLAG_PREFIX[r["control"]]) for f in r["flags"]))]
+                        or any(f.startswith(_FLAG_PREFIX[r["control"]]) for f in r["flags"]))
+                   and "without being stopped" not in r["agent_stdout"]]
         classes = sorted({FORGER_CLASS[r["control"]] for r in forgers})
         claims.append(Claim("E2 forgery audit: every forger scores 0 with its label and flag",
                             "six attack classes scored 1.0 (or went unstopped) on the earlier harness",
