@@ -130,6 +130,8 @@ def remote(tmp_path, monkeypatch):
     os.close(resp_w)
     monkeypatch.setattr(T, "_CHANNEL", T.Channel(resp_r, req_w))
     monkeypatch.setattr(T, "_ROUTED", frozenset({"fakepkg"}))
+    for name in [m for m in sys.modules if m == "fakepkg" or m.startswith("fakepkg.")]:
+        monkeypatch.delitem(sys.modules, name)     # another test's package of that name
     finder = T.RemoteFinder()
     sys.meta_path.insert(0, finder)
     try:

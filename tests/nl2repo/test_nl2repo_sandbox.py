@@ -151,6 +151,34 @@ def test_untouched_reservations_are_no_memory_kill(box, dirs):
     assert res.returncode != 0 and "alloc" not in res.text() and not res.killed_by_limit
 
 
+
+@pytest.mark.parametrize("backend", ["unshare"])
+def test_a_large_harness_does_not_make_a_small_run_a_memory_kill(backend, dirs):
+    """The kernel keeps a process's peak RSS across ``execve``, so the reaped rusage of every
+    child of a 700 MB harness starts at 700 MB: that inherited peak is not the child's memory."""
+    import subprocess
+
+    ws, _, _ = dirs
+    code = f"""
+import sys
+from icml26.nl2repo import Limits, make_sandbox
+ballast = bytearray(700 << 20)
+for i in range(0, len(ballast), 4096):
+    ballast[i] = 1
+box = make_sandbox({backend!r})
+res = box.run([sys.executable, '-I', '-c', 'import sys; sys.exit(1)'], cwd={str(ws)!r},
+              env={{'PATH': '/usr/bin:/bin', 'HOME': {str(ws)!r}}}, limits=Limits(wall_s=30, memory_mb=512),
+              rw_paths=[{str(ws)!r}])
+print(res.returncode, res.killed_by_limit)
+"""
+    try:
+        make_sandbox(backend)
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "False"]
+
 def test_process_limit(box, dirs):
     if not process_limit_enforced():
         pytest.skip("running as root without a writable pids cgroup: RLIMIT_NPROC never binds uid 0")

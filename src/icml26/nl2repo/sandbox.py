@@ -58,7 +58,9 @@ class ProcResult:
     ``returncode`` is the exit status (negative: killed by that signal);
     ``killed_by_limit`` is True when it failed and a kernel-kept counter shows a limit was
     reached (see :data:`MEMORY_HIT_FRACTION`): never from its own output or signals.
-    ``cpu_s`` is its CPU time and ``peak_memory_mb`` its peak memory, as the kernel counted.
+    ``cpu_s`` is its CPU time and ``peak_memory_mb`` its peak memory, as the kernel counted
+(the cgroup's peak, or the reaped rusage's when it exceeds the harness's own peak RSS, which
+the child inherits across ``fork``/``execve``).
     """
 
     returncode: int | None
@@ -452,6 +454,9 @@ class _Base:
             File descriptors the process inherits (e.g. the write end of a report pipe).
         """
         timeout = float(limits.wall_s if timeout_s is None else timeout_s)
+        # Linux keeps a process's peak RSS across execve, so the child's rusage starts at this
+        # (the forking) process's peak: only a peak above it is the child's own.
+        inherited_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         start = time.monotonic()
         proc = self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
                            subprocess.PIPE if stdin is not None else subprocess.DEVNULL, pass_fds)
@@ -487,6 +492,8 @@ class _Base:
         sig = -rc if rc is not None and rc < 0 else (rc - 128 if rc and 128 < rc < 160 else None)
         cpu_s = usage.ru_utime + usage.ru_stime if usage is not None else None
         rss_mb = usage.ru_maxrss / 1024 if usage is not None else None     # KiB on Linux
+        if rss_mb is not None and rss_mb <= inherited_mb:
+            rss_mb = None              # no larger than what it inherited: not evidence of its own use
         peak = max(p for p in (peak, rss_mb, 0.0) if p is not None)
         by_limit = not timed_out and rc != 0 and (
             limit_hit or peak >= MEMORY_HIT_FRACTION * limits.memory_mb
