@@ -45,8 +45,11 @@ def _flag_display_type(self, ctx):
     return _typer_display_type(self, ctx)
 
 
-_typer_display_type = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_display_type
+# Typer >= 0.21 renders a type placeholder through this method; older releases (those Flower
+# pins) show none for flags, so there is nothing to patch.
+_typer_display_type = getattr(typer.core.TyperOption, "display_type_rich", None)
+if _typer_display_type is not None:
+    typer.core.TyperOption.display_type_rich = _flag_display_type
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="ICML 2026 papers as library components with reproducible claims.")
