@@ -237,7 +237,7 @@ def test_graph_drawing_learner_finds_the_slow_subspace_on_a_small_chain(one_torc
     s, s2 = sample_trajectories(P, 20_000, n_chains=32, rng=0)
     rho = stationary_distribution(P)
     learner = GraphDrawingFeatures(n_components=2, lr=1e-2, n_steps=1500, batch_size=512,
-                                   seed=0).fit(s, s2, P.shape[0])
+                                   random_state=0).fit(s, s2, P.shape[0])
     _, U, _ = laplacian_eigenpairs(P, k=2)
     sin_f, _ = subspace_sin_theta(np.sqrt(rho)[:, None] * U, learner.orthonormal_basis(rho))
     assert sin_f < 0.3

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -102,7 +103,9 @@ class GraphDrawingFeatures:
     coefficients : {"decreasing", "equal"}
         ``c_i = k − i + 1`` (generalized GDO, recovers individual eigenvectors) or all 1
         (Wu et al.'s GDO, recovers the subspace only).
-    seed : int
+    random_state : int, default 0
+        Seed of the local ``torch.Generator`` that draws the initial features and the batches
+        (the global torch generator is left alone).
     device : str or torch.device, default "cpu"
         Where the features are optimised (``"cuda"``, ``"cuda:N"``, ``"auto"``). The initial
         features and the transition batches are drawn on the CPU (the same on every device);
@@ -118,15 +121,19 @@ class GraphDrawingFeatures:
 
     def __init__(self, n_components: int = 4, beta: float = 5.0, lr: float = 1e-3,
                  n_steps: int = 5000, batch_size: int = 1024, coefficients: str = "decreasing",
-                 seed: int = 0, device="cpu"):
+                 random_state: int = 0, device="cpu", seed: int | None = None):
         self.n_components = n_components
         self.beta = beta
         self.lr = lr
         self.n_steps = n_steps
         self.batch_size = batch_size
         self.coefficients = coefficients
-        self.seed = seed
+        self.random_state = random_state
         self.device = device
+        self.seed = seed
+        if seed is not None:
+            warnings.warn("GraphDrawingFeatures(seed=...) is deprecated; use random_state=...",
+                          FutureWarning, stacklevel=2)
 
     def fit(self, states: Any, next_states: Any, n_states: int) -> "GraphDrawingFeatures":
         import torch
@@ -143,7 +150,9 @@ class GraphDrawingFeatures:
         batch = check_int(self.batch_size, "batch_size", min_value=1)
         check_choice(self.coefficients, "coefficients", ("decreasing", "equal"))
         device = resolve_device(self.device)
-        gen = torch.Generator().manual_seed(int(self.seed))
+        seed = check_int(self.random_state if self.seed is None else self.seed, "random_state",
+                         min_value=0)
+        gen = torch.Generator().manual_seed(seed)
         c = torch.arange(k, 0, -1, dtype=torch.float64) if self.coefficients == "decreasing" \
             else torch.ones(k, dtype=torch.float64)
         c = c.to(device)

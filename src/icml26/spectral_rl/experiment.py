@@ -465,7 +465,7 @@ def run_estimation(config: EstimationConfig, seed: int, task: dict) -> dict:
     if config.gdo_steps > 0:
         s, s2 = sample_trajectories(P, config.gdo_T, n_chains=config.n_chains, rng=rng, rho=rho)
         learner = GraphDrawingFeatures(n_components=config.gdo_k, n_steps=config.gdo_steps,
-                                       seed=seed, device=job_device()).fit(s, s2, world.n_states)
+                                       random_state=seed, device=job_device()).fit(s, s2, world.n_states)
         Phi_hat = learner.orthonormal_basis(rho)
         Phi = np.sqrt(rho)[:, None] * U[:, :config.gdo_k]
         sin_f, sin_2 = subspace_sin_theta(Phi, Phi_hat)
