@@ -95,7 +95,7 @@ def best_seconds(fn, repeats: int = 5, min_seconds: float = 0.02, clock: str = "
 
     ``clock="cpu"`` times the process's CPU seconds (all its threads) instead of wall-clock
     seconds: other processes on a shared machine then cannot inflate the time, so a scaling
-    claim (a log-log slope) does not flip with the load (#33). Use it for CPU-bound code in a
+    claim (a log-log slope) does not flip with the load. Use it for CPU-bound code in a
     job with a fixed thread count; wall time stays the default (GPU work, I/O).
     """
     import time

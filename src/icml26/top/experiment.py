@@ -9,7 +9,7 @@ star-long (tier B, opt-in)
     The paper's star-graph claim: 30k steps per objective; TOP reaches >= 0.85 exact while
     NTP stays <= 0.65. Optional controls: ``top_shuffled`` (scores permuted inside each
     window, the spec's) and ``top_unrelated`` (another graph's targets, ours).
-star-small (opt-in, #40)
+star-small (opt-in)
     The star graph at a ~30-minute budget on 3 seeds (NTP vs NTP+TOP, G(2,4,12), 3x96 GPT,
     batch 64, constant lr, 7500 steps), resumable. The pre-registered dev search
     (benchmarks/top_star_search.py) found no configuration where TOP breaks through within
@@ -17,7 +17,7 @@ star-small (opt-in, #40)
 E2 (default)
     Char-level GPT on Python's own documentation: TOP non-inferiority in validation CE and
     the TOP head's ranking quality (NDCG@10) vs the NTP logits; MTP CE reported.
-E2-seeds (opt-in, #40)
+E2-seeds (opt-in)
     E2's NTP and NTP+TOP on seeds 0-4: the seed-to-seed spread of the NDCG gain.
 scaling (default)
     TOP target construction time vs length (log-log slope) and the training-step cost of
@@ -217,7 +217,6 @@ class StarConfig:
                                         # INCOMPLETE)
     shuffled_control_bar: bool = False  # star-long: hold the shuffled-order control to the
                                         # spec's bar (<= NTP + 0.05) instead of reporting it
-    transition_min_seeds: int = 5       # star-long: seeds the per-seed transition claims need
 
 
 def parse_graph(graph: str) -> tuple:
@@ -512,9 +511,11 @@ def _first_step_at(curve: list, threshold: float):
 
 
 TRANSITION_SOLVED, TRANSITION_PLATEAU = 0.85, 0.65
+TRANSITION_MIN_SEEDS = 5        # seeds the per-seed transition claims need (else INCOMPLETE)
 
 
-def _transition_claims(jobs, graph: str, config: StarConfig, label: str) -> tuple:
+def _transition_claims(jobs, graph: str, config: StarConfig, label: str,
+                       min_seeds: int = TRANSITION_MIN_SEEDS) -> tuple:
     """Per-seed claims for a seed-dependent transition (resolution, not from the paper).
 
     Whether and when a seed leaves the Clever-Hans plateau depends on the seed, so a mean over
@@ -522,8 +523,8 @@ def _transition_claims(jobs, graph: str, config: StarConfig, label: str) -> tupl
     budget (any curve point), NTP *stays* <= 0.65 for the whole budget (every curve point); each
     counted as the fraction of seeds (bar: more than half), and TOP's steps-to-0.85 against
     NTP's on the same seed by a one-sided sign test (p <= 0.05; a seed that never reaches 0.85
-    counts as the budget, so two such runs tie). Each needs ``config.transition_min_seeds``
-    seeds with both runs, else INCOMPLETE.
+    counts as the budget, so two such runs tie). Each needs enough
+    seeds with both runs (``min_seeds``, default :data:`TRANSITION_MIN_SEEDS`), else INCOMPLETE.
     """
     from icml26.core.stats import sign_test
 
@@ -543,7 +544,7 @@ def _transition_claims(jobs, graph: str, config: StarConfig, label: str) -> tupl
                      "TOP final exact": top["exact"], "NTP final exact": ntp["exact"],
                      "TOP reached": to_top is not None, "NTP stayed": ntp_peak <= TRANSITION_PLATEAU,
                      "steps saved": (budget if to_ntp is None else to_ntp) - (budget if to_top is None else to_top)})
-    n, need = len(rows), config.transition_min_seeds
+    n, need = len(rows), min_seeds
     frame = pd.DataFrame(rows)
     note = f"{n} paired seeds {paired}" + (f"; {need} needed" if n < need else "")
     reached, stayed = float(frame["TOP reached"].mean()), float(frame["NTP stayed"].mean())
@@ -565,7 +566,7 @@ def _transition_claims(jobs, graph: str, config: StarConfig, label: str) -> tupl
 
 
 def summarize_star_small(jobs, config: StarConfig) -> Result:
-    """star-small (#40): star-long's claims on the small configuration, plus the paired view.
+    """star-small: star-long's claims on the small configuration, plus the paired view.
 
     Over three seeds a one-sided sign test cannot go below p = 1/8 = 0.125, so significance at
     0.05 is out of reach by construction: the claims are star-long's bars on the means, the
@@ -852,7 +853,7 @@ def summarize_text(jobs, config: TextConfig, label: str = "E2") -> Result:
 
 @dataclass(frozen=True)
 class ScalingConfig:
-    """Target-construction scaling and training-step cost (spec §6, issue #10)."""
+    """Target-construction scaling and training-step cost (spec §6)."""
 
     lengths: tuple = (256, 512, 1024, 2048)     # T + W, with W = T
     vocab_size: int = 256
@@ -937,7 +938,7 @@ STAR_LONG = StarConfig(objectives=("ntp", "top", "top_unrelated"), steps=30_000,
 STAR_LONG_QUICK = StarConfig(objectives=("ntp", "top", "top_shuffled", "top_unrelated"), steps=30,
                              n_train=2000, n_test=200, n_eval_curve=200, eval_every=15,
                              batch_size=32, n_layer=2, n_embd=48)
-# star-small (#40). The pre-registered dev search (benchmarks/top_star_search.py, dev seeds
+# star-small. The pre-registered dev search (benchmarks/top_star_search.py, dev seeds
 # 100-101, rule in its docstring and the README) found NO configuration within its budget in which
 # NTP+TOP breaks through: its most promising candidate (below; G(2,4,12), E1's 3x96 model, batch 64,
 # constant lr 1e-3) was still on the Clever-Hans plateau (exact 0.43-0.51) at 5250 steps (the
@@ -956,7 +957,7 @@ STAR_SMALL_QUICK = dataclasses.replace(STAR_LONG_QUICK, objectives=("ntp", "top"
 TEXT_QUICK = TextConfig(steps=30, seq_len=64, batch_size=8, n_layer=2, n_embd=64, n_val_rows=32)
 TEXT_FULL = TextConfig(steps=200)                       # default E2
 TEXT_SPEC = TextConfig()                                # E2-full: 300 steps, batch 16
-TEXT_SEEDS = TextConfig(objectives=("ntp", "top"), steps=200)   # E2-seeds: E2 on 5 seeds (#40)
+TEXT_SEEDS = TextConfig(objectives=("ntp", "top"), steps=200)   # E2-seeds: E2 on 5 seeds
 TEXT_SEEDS_QUICK = dataclasses.replace(TEXT_QUICK, objectives=("ntp", "top"))
 SCALING_QUICK = ScalingConfig(lengths=(128, 256, 512), repeats=3, step_repeats=3, step_batch=8,
                               step_seq_len=64)

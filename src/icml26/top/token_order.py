@@ -746,7 +746,7 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
     check_int(k, "k", min_value=1)
     check_choice(gain, "gain", ["binary", "graded", "exponential"])
     check_tensor(scores, "scores", finite=False, floating=True)
-    if bool(torch.isnan(scores).any()):  # a NaN score has no rank (#33); ±inf ranks first/last
+    if bool(torch.isnan(scores).any()):  # a NaN score has no rank; ±inf ranks first/last
         raise ValueError("scores contains NaN; a NaN score has no rank")
     check_tensor(targets, "targets", finite=False, floating=True)
     if scores.shape != targets.shape:
