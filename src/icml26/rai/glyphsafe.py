@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from icml26.core.cache import atomic_folder, cache_root
-from icml26.core.device import resolve_device
+from icml26.core.device import resolve_device, seeded_rng
 from icml26.core.validation import check_choice, check_int
 
 from .judge import REFUSAL, KeywordRefusalJudge
@@ -551,11 +551,17 @@ class GlyphSafe:
 
         S3 walks the pre-registered length grid and stops at the first length that passes
         :meth:`precondition` (``precondition_`` keeps every check, ``s3_steps_`` the length).
+        Training draws from torch's generators seeded with ``seed`` inside a forked RNG state:
+        the caller's generators are left as they were.
         """
         for s in stages:
             check_choice(s, "stages", ("s0", "s1", "s2", "s3"))
-        torch.manual_seed(self.seed)
-        model = self.build_model().to(resolve_device(device)) if model is None else model
+        target = resolve_device(device) if model is None else next(model.parameters()).device
+        with seeded_rng(self.seed, target):
+            return self._train(model, stages, target)
+
+    def _train(self, model, stages, device):
+        model = self.build_model().to(device) if model is None else model
         start = time.perf_counter()
         c = self.config
         if "s1" in stages:
