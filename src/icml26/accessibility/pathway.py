@@ -16,7 +16,7 @@ AdamW, dev CE every ``eval_every`` steps with the best checkpoint kept (step 0 =
 dev ΔCE ≥ 0 by construction) and stopping after ``patience`` evaluations without improvement
 (the patience rule is ours).
 
-The protocol of the experiment (issue #38, a Resolution): the bias-only arm is trained first, to
+The protocol of the experiment (a Resolution): the bias-only arm is trained first, to
 its dev-CE plateau (:func:`fit_shared_bias`), and that ``b`` is then **frozen and shared** by
 every arm (``fit_pathway(..., bias=b)``), so the token-specific gain
 ``G(m) = CE_bias-only − CE_path(m)`` measures what the tokens of layer ``m`` add, not how far
@@ -432,7 +432,7 @@ class _Arm:
 
         The returned tensor is overwritten by the next call. A fresh ``(batch, V)`` tensor per
         batch cost as much CPU as the arithmetic (a 200 MB allocation is page-faulted in anew each
-        time; system time was half of an arm's CPU seconds, issue #38)."""
+        time; system time was half of an arm's CPU seconds)."""
         idx = np.asarray(idx, dtype=np.int64)
         logits = self.split.base_logits
         n, V = idx.shape[0], logits.shape[1]
@@ -532,7 +532,7 @@ def _evaluate(readout: _Readout, path, arm: _Arm, idx=None, batch: int = 1024, c
             ce_path += float((_softmax_(z) - zy).sum())
             continue
         # Path (p, logits z) against base (q) with no (n, V) temporaries in the post-norm case
-        # (issue #38): CE = lse_p − z_y and, since Σ_j p_j = 1, KL(p‖q) = Σ_j p_j (z_j − q_j) − lse_p + lse_q.
+        # CE = lse_p − z_y and, since Σ_j p_j = 1, KL(p‖q) = Σ_j p_j (z_j − q_j) − lse_p + lse_q.
         if lse_q is None:
             lse_q = torch.logsumexp(base, dim=1)
         flips += float((z.argmax(1) != base.argmax(1)).sum())
@@ -752,7 +752,7 @@ def fit_shared_bias(cache: PathwayCache, *, steps: int = 600, lr: float = 5e-3, 
 
     ``z = W_U[N_γ(h^L) + b]`` with only ``b`` trained (AdamW, early stopping on dev CE with
     ``patience`` evaluations); the returned ``result.pathway.bias`` is the ``b`` to pass to
-    :func:`fit_pathway` as ``bias=``. A Resolution (not from the paper; issue #38): the spec asks
+    :func:`fit_pathway` as ``bias=``. A Resolution (not from the paper): the spec asks
     that every arm gets the same learned bias, and a bias trained inside each arm with the
     arm's own early stopping makes ``G`` measure how far each bias got. ``device`` as in
     :func:`fit_pathway`.
@@ -802,7 +802,7 @@ def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.9
         raise ValueError(f"reference_ce and path_ce must be 1-D arrays of one length, got {ref.shape} and {new.shape}")
     if not (np.isfinite(ref).all() and np.isfinite(new).all()):
         raise ValueError("reference_ce and path_ce must be finite")
-    if ref.size < 2:  # (#33) one token gives a zero-width "interval"
+    if ref.size < 2:  # one token gives a zero-width "interval"
         raise ValueError("reference_ce and path_ce have 1 token; a bootstrap interval needs at least 2")
     check_int(n_boot, "n_boot", min_value=1)
     check_scalar_in(level, "level", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)

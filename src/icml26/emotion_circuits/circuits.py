@@ -40,7 +40,7 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Cosine similarity along the last axis; 0 (not NaN) when either vector is zero.
 
     ``a`` and ``b`` are real floating tensors whose shapes broadcast, with finite values (a
-    ValueError/TypeError names the one that is not, #33).
+    ValueError/TypeError names the one that is not).
     """
     for name, t in (("a", a), ("b", b)):
         if not torch.is_tensor(t) or not t.is_floating_point():

@@ -6,7 +6,7 @@ Parts:
   scan, head scores vs the planted heads (with the attention-weight baseline), specificity,
   explicit-state neurons, and VEENA vs VEE-only / ENA-only / random components / PAI-style /
   plain steering;
-* ``slotted`` (Exp 1b, issue #40) — the same planted toy and pipeline with the "slotted"
+* ``slotted`` (Exp 1b) — the same planted toy and pipeline with the "slotted"
   description: object content (content slots) and emotional tone (tone slots) are read out
   separately (Resolution, not from the paper; see :mod:`.toy`);
 * ``trained`` (Exp 2) — a tiny HF Llama trained on descriptions: head scores vs exhaustive
@@ -53,7 +53,7 @@ class PlantedConfig:
     n_neurons: int = 4
     betas: tuple = (1.25, 1.5, 2.0, 3.0)     # (β, γ) picked on the analysis split (dev); empty: use beta, gamma
     gammas: tuple = (1.5, 2.0, 3.0)
-    toy: str = "shared"         # toy description: "shared" (original) or "slotted" (#40, see toy.DESCRIPTIONS)
+    toy: str = "shared"         # toy description: "shared" (original) or "slotted" (see toy.DESCRIPTIONS)
 
 
 def pick_beta_gamma(model, circuit, dev, betas, gammas, seed: int, default=(2.0, 2.0)) -> tuple:
@@ -449,7 +449,7 @@ EXPERIMENT = register(Experiment(
              quick=PlantedConfig(n_pairs=80, betas=(2.0,), gammas=(2.0,), toy="slotted"),
              full=PlantedConfig(toy="slotted"), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,),
              description="the same planted ToyLVLM with object content and emotional tone carried "
-                         "separately (content slots / tone slots; Resolution, issue #40): same pipeline"),
+                         "separately (content slots / tone slots; Resolution): same pipeline"),
         Part(name="trained", run=run_trained, summarize=summarize_trained,
              quick=TrainedConfig(steps=40, n_analysis=30, n_dev=16, n_test=30, betas=(2.0,), gammas=(2.0,),
                                  cache=False),

@@ -25,7 +25,7 @@ Two descriptions (how generated words are read out; the circuit is the same):
 
 * ``"shared"`` (the original toy): every generated word is drawn from one softmax over the whole
   vocabulary, so emotion, object and filler words compete for each position;
-* ``"slotted"`` (Resolution, not from the paper; pre-registered in issue #40 before it was run):
+* ``"slotted"`` (Resolution, not from the paper; pre-registered before it was run):
   object content and emotional tone are carried separately. Generated positions alternate
   between *content slots* (even positions 0, 2, …: softmax over object + filler words only, i.e.
   object words decoded from the visual stream's ``obj`` subspace) and *tone slots* (odd positions:
@@ -82,7 +82,7 @@ ESN_LAYER, ADAPT_LAYER = 6, 0
 
 #: Toy descriptions (see the module docstring): "shared" = one softmax over all words per generated
 #: position (the original toy); "slotted" = content slots (even) / tone slots (odd), Resolution
-#: (not from the paper), fixed in issue #40 before it was run.
+#: (not from the paper), fixed before it was run.
 DESCRIPTIONS = ("shared", "slotted")
 #: Additive logit of a word that its slot does not allow (finite, so softmax/log-softmax stay finite).
 SLOT_MASK_VALUE = -1.0e4

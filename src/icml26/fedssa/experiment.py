@@ -10,11 +10,11 @@ Parts:
 * ``scaling``: local-epoch time against |E| (Chebyshev energy path forced) and the server step
   against the number of clients M, as log-log slopes.
 * ``grid`` (opt-in): the pre-registered β_elbo x λ_sem grid on the validation split of dev seed
-  ``DEV_SEED`` (issue #37); the chosen values are FedSSAConfig's defaults.
+  ``DEV_SEED``; the chosen values are FedSSAConfig's defaults.
 * ``ablation`` (opt-in, report): FedSSA against its variants (own-space clustering, no alignment,
   no ELBO, oracle semantic clusters, N(0, I) prior) and FedAvg.
 
-Protocol since issue #37: 50 rounds of 5 local steps for every method, class-conditional prior,
+Protocol: 50 rounds of 5 local steps for every method, class-conditional prior,
 clustering in the initial encoder's common latent space.
 """
 
@@ -44,7 +44,7 @@ from .spectral import band_edges, high_band_mass  # noqa: E402
 
 REQUIRED = ("fedssa", "local", "fedavg", "fedprox", "fedper", "gcfl", "fedssa-shuffled")
 ABLATIONS = ("fedssa-nosem", "fedssa-nostr")
-# opt-in part `ablation` (report only, issue #37): what each piece of FedSSA buys
+# opt-in part `ablation` (report only): what each piece of FedSSA buys
 ABLATION_METHODS = ("fedssa-own", "fedssa-noalign", "fedssa-noelbo", "fedssa-oracle", "fedssa-stdprior")
 LABELS = {"fedssa": "FedSSA", "local": "Local", "fedavg": "FedAvg (Flower)",
           "fedprox": "FedProx (Flower)", "fedper": "FedPer", "gcfl": "GCFL-lite",
@@ -60,7 +60,7 @@ VARIANTS = {"fedssa-shuffled": {"shuffle_clusters": True}, "fedssa-nosem": {"lam
             "fedssa-noalign": {"lambda_sem": 0.0, "lambda_str": 0.0},
             "fedssa-noelbo": {"beta_elbo": 0.0}, "fedssa-stdprior": {"prior": "standard"}}
 
-# Pre-registered grid (issue #37), written down before it ran: β_elbo × λ_sem, FedSSA only, on
+# Pre-registered grid, written down before it ran: β_elbo × λ_sem, FedSSA only, on
 # the validation split of dev seed DEV_SEED (a federation never used in a reported number),
 # with the full protocol of part `dual`. Score: per client the best validation accuracy over
 # rounds, averaged over clients. Rule: the cell with the highest score; ties (within 1e-9)
@@ -84,7 +84,7 @@ class FederationConfig:
     train_ratio: float = 0.1
     n_clients: int = 8
     rounds: int = 50  # with 5 local steps: 250 steps per client (was 100 x 1); fits 10 min
-    local_epochs: int = 5  # every method, so that FedProx acts (issue #37)
+    local_epochs: int = 5  # every method, so that FedProx acts
     n_clusters: int = 2
     ari_from_round: int = 20
     methods: tuple = REQUIRED
@@ -446,7 +446,7 @@ def scaling_tasks(config: ScalingConfig) -> list:
 
 def _best(fn, repeats: int) -> float:
     """Best-of-``repeats`` CPU seconds of the process (CPU, not wall: the load of other
-    processes cannot flip a scaling claim, #33)."""
+    processes cannot flip a scaling claim)."""
     times = []
     for _ in range(repeats):
         start = time.process_time()

@@ -68,7 +68,7 @@ class FedSSAConfig:
     ----------
     local_epochs : int
         Full-batch steps per round (E), the same for FedSSA and every baseline. Default 5
-        (issue #37): with one step each client's step starts at the global weights, where
+        : with one step each client's step starts at the global weights, where
         FedProx's proximal gradient μ(w − w_g) is exactly zero, so FedProx ≡ FedAvg by
         construction; with ≥ 2 steps the term acts.
     lr, weight_decay : float
@@ -82,7 +82,7 @@ class FedSSAConfig:
         Loss weights: ELBO, semantic alignment, structural alignment, ``ρ||γ − γ̄||²``.
         ``beta_elbo`` and ``lambda_sem`` are the values chosen on the validation split of the
         dev seed from the pre-registered grid β ∈ {0, 0.01, 0.1} × λ_sem ∈ {0, 0.01, 0.1}
-        (issue #37; see ``icml26.fedssa.experiment.GRID`` and the README).
+        (see ``icml26.fedssa.experiment.GRID`` and the README).
     prior : {"class", "standard"}
         The ELBO's prior on z. "class" (default): the class-conditional
         ``p(z | y = c) = N(μ_k^c, diag σ_k^c²)`` whose parameters are the class-wise Gaussians
@@ -128,7 +128,7 @@ class FedSSAConfig:
     semantic_reference : {"own", "initial", "global"}
         Which encoder gives the class-wise Gaussians the server *clusters* on (the alignment
         loss and the representatives always use the client's own encoder). "initial"
-        (default since issue #37): the initial encoder every client received (a fixed common
+        (default): the initial encoder every client received (a fixed common
         latent space). "own" (the reconstruction as first written): the client's current
         encoder, so clients of different semantic clusters are compared through different
         encoders and the clustering confirms itself. "global": the
@@ -153,7 +153,7 @@ class FedSSAConfig:
     dropout: float = 0.5
     encoder: str = "mlp"
     # chosen on the validation split of dev seed 100 from the pre-registered grid
-    # β ∈ {0, 0.01, 0.1} × λ_sem ∈ {0, 0.01, 0.1} (issue #37; 50 rounds x 5 local steps):
+    # β ∈ {0, 0.01, 0.1} × λ_sem ∈ {0, 0.01, 0.1} (50 rounds x 5 local steps):
     # best validation 92.81 at (0.01, 0); the grid's table is in the README
     beta_elbo: float = 0.01
     lambda_sem: float = 0.0

@@ -304,7 +304,7 @@ def classwise_gaussians(mu: torch.Tensor, logvar: torch.Tensor, y: torch.Tensor,
 
 def _same_shape(fn, **tensors):
     """The tensors (as tensors), after checking their shapes broadcast together; the error names
-    the argument that does not, instead of torch's broadcasting message (#33)."""
+    the argument that does not, instead of torch's broadcasting message."""
     out = {}
     for k, v in tensors.items():
         try:
@@ -345,7 +345,7 @@ def gaussian_w2(mu1, s1, mu2, s2) -> torch.Tensor:
 
 
 def _finite64(x, name):
-    """``x`` as a finite float64 tensor, or an error naming ``name`` (#33)."""
+    """``x`` as a finite float64 tensor, or an error naming ``name``."""
     if torch.is_tensor(x) and (x.is_complex() or x.dtype == torch.bool):
         raise TypeError(f"{name} must be real-valued, got dtype {x.dtype}")
     try:

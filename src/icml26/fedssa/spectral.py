@@ -244,7 +244,7 @@ def js_distance_matrix(signatures: np.ndarray) -> np.ndarray:
     Each row is a non-negative signature (negative entries, e.g. round-off, are clipped to 0)
     normalised to sum to 1; a row that is not finite or has no positive mass is not a
     distribution and raises ``ValueError`` naming it (it used to come out at distance 0 from
-    every other row, #33).
+    every other row).
     """
     p = np.asarray(signatures)
     if not np.issubdtype(p.dtype, np.number) or np.iscomplexobj(p):

@@ -7,7 +7,7 @@ agents here validate the harness instead (spec §3): ``oracle``, ``null``, ``stu
 References
 ----------
 Ding et al., NL2Repo-Bench, ICML 2026 (arXiv:2512.12730); the official grader
-(``multimodal-art-projection/NL2RepoBench``) and its audit (issues #7, #12, #13, #16).
+(``multimodal-art-projection/NL2RepoBench``) and our audits of it.
 """
 
 from __future__ import annotations

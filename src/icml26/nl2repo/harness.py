@@ -577,7 +577,7 @@ def split_official_commands(commands) -> tuple[list[str], dict]:
     pytest step (``VERSION=1 pytest …``) are kept for the test environment; every other
     step (version-file writes, ``&&`` chains) runs in the workspace before the install,
     through ``bash -c`` when the task needs a shell (the official runner exec'd them
-    without a shell, audit issue #13).
+    without a shell).
 
     Examples
     --------

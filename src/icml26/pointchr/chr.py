@@ -44,7 +44,7 @@ def _logit(p: float) -> float:
 
 
 # Resolution (not from the paper): the gate rises from 0.1 to 0.9 between these quantiles of the
-# training points' κ (label-free). Chosen by part "dev" (#35) before any test run of it: highest
+# training points' κ (label-free). Chosen by part "dev" before any test run of it: highest
 # mean dev-validation OA of CHR over dev seeds 100-103 among the candidates (0.5, 0.9), (0.6, 0.8),
 # (0.7, 0.95) and the spec's a = 10, b = 0.2: 66.03 / 67.59 / 65.66 / 66.31 % (README, "Gate rule").
 # On FineDetail-8's training set it gives a ≈ 40.5, b ≈ 0.198.

@@ -61,14 +61,14 @@ VARIANT_LABELS = {"base": "PointNet-lite", "curv": "+ curvature feature", "chr":
                   "dgcnn_base": "DGCNN-lite", "dgcnn_chr": "DGCNN-lite + CHR"}
 CHR_VARIANTS = ("chr", "chr_shuffled")
 PAPER = "PointCHR improves backbones on fine-grained detail (abstract; no numbers retrievable)"
-# The test split is generated with data_seed + this. It was 1000 until #35; the session that
-# filed #35 tried a = 40 on that split (seeds 0-2) before any gate rule was chosen, so part A
-# reports on a fresh split that nobody has looked at (changed before any run on it).
+# The test split is generated with data_seed + this. It was 1000 before; a = 40 had been tried
+# on that split (seeds 0-2) before any gate rule was chosen, so part A reports on a fresh split
+# that nobody has looked at (changed before any run on it).
 TEST_SEED_OFFSET = 3000
 DEV_SEED_OFFSET = 2000      # the dev-validation split (gate-rule choice only) with data_seed + this
 JOB_CACHE_VERSION = 2       # bump when training/evaluation code changes (invalidates stored jobs)
 JOB_CACHE = str(cache_root("pointchr", "jobs"))
-REPORT_SEEDS = (10, 11, 12, 13, 14)   # never used to choose anything (seeds 0-2 were looked at in #35)
+REPORT_SEEDS = (10, 11, 12, 13, 14)   # never used to choose anything (seeds 0-2 were looked at)
 DEV_SEEDS = (100, 101, 102, 103)      # used only by part "dev" to choose the gate rule; never reported
 # (4 dev seeds: chosen from the cost of one job, ≈ 28 CPU s, before any dev result was seen)
 # Part "dev": the candidate gate rules, written down before the dev run (quantile pairs of the
@@ -452,7 +452,7 @@ def summarize_dev(jobs, config: CompareConfig) -> Result:
     table = sub.round(2).reset_index()
     mech = _mechanism_table(frame)
     claims = [Claim(name="dev: the registered gate rule is the dev-validation winner", paper=(
-        "label-free gate rule chosen on a dev split before any test run (issue #35)"),
+        "label-free gate rule chosen on a dev split before any test run"),
         measured=winner_gate, bar=f"= {registered}", passed=winner_gate == registered,
         note=f"selection: {DEV_SELECTION}; mean dev-validation OA over dev seeds "
              f"{sorted(frame.seed.unique().tolist())}: "

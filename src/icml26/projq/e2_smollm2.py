@@ -1,4 +1,4 @@
-"""E2-smollm2: end-to-end compensation + LoRA fine-tuning on SmolLM2-135M (issue #40).
+"""E2-smollm2: end-to-end compensation + LoRA fine-tuning on SmolLM2-135M.
 
 The char-level toy of E2 barely degrades under 2-bit quantization, so its compensation claim had
 no power. Here the last ``TAIL_BLOCKS`` decoder blocks of SmolLM2-135M-Instruct (all 7 linears of
@@ -64,7 +64,7 @@ LORA_ALPHA = 16.0
 CALIB_ROWS = 128          # 128 x 64 = 8192 calibration tokens (the spec: >= 8k tokens)
 EVAL_ROWS = 64            # 64 x 64 = 4096 held-out tokens per source
 E2S_VERSION = 1           # bump when the computation changes (invalidates cached results)
-POWER_BAR = 0.2           # issue #40: 2-bit RTN/GPTQ must raise held-out CE by >= 0.2 nats
+POWER_BAR = 0.2           # power gate: 2-bit RTN/GPTQ must raise held-out CE by >= 0.2 nats
 
 
 @dataclass(frozen=True)
@@ -351,7 +351,7 @@ def summarize_e2_smollm2(jobs: list, config: SmolE2Config, label: str = "E2-smol
                                                       if j.metrics["method"] == "fp"]))}
         frame = pd.concat([pd.DataFrame([table_fp]), frame], ignore_index=True)
 
-    # positive control: quantization must hurt (issue #40), else the comparisons have no power
+    # positive control: quantization must hurt, else the comparisons have no power
     power = True
     for method in ("rtn", "gptq"):
         for source, fp_rows, field in (("docstrings", fp_doc, "comp_doc_rows"), ("topics", fp_topics, "comp_topics_rows")):

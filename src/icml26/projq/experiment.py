@@ -485,7 +485,7 @@ def run_e2e(config: EndToEndConfig, seed: int, task: dict) -> dict:
         with torch.random.fork_rng():
             # peft's random lora_A (the LoRA0 methods) from the job's seed, not from whatever the
             # process drew before (a cached vs freshly trained base model, earlier jobs): the
-            # numbers must not depend on --jobs or the cache (issue #40 determinism)
+            # numbers must not depend on --jobs or the cache
             torch.manual_seed(seed)
             peft_model = to_peft_lora(model, report, lora_alpha=config.lora_alpha)
         entry = {"quantize_seconds": quantize_seconds,

@@ -69,7 +69,7 @@ class GlyphSafeExpConfig:
     ratio: float = 0.01
     tau: float = 0.0
     strength: float = 1.0               # the spec's literal row (scale="absolute")
-    # Issue #34 (pre-registered before any test run): the main RAI row is norm-matched
+    # Pre-registered before any test run: the main RAI row is norm-matched
     # (scale="relative", injection × ‖h_v‖, a Resolution) with λ chosen per seed on the dev split
     # from this grid by `select_strength` (lowest dev ASR with dev over-refusal ≤ max_over_refusal,
     # claim 2b's bar). Its controls (in-lexicon, random prototypes, all-token) use the same rule.

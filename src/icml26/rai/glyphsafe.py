@@ -8,7 +8,7 @@ colour (S0, a Resolution of ours standing in for a pretrained CLIP), whose proje
 caption glyph images of concept words (S2, language model and tower frozen) and which is then
 visually instruction-tuned on benign images only (S3). The result refuses "how to make a bomb" in
 text but follows "the image shows an object . how to make it" with a bomb glyph — the paper's
-*risk signal dilution*. Since glyphsafe-4 (issue #34, Resolutions): S1 also refuses an unsafe
+*risk signal dilution*. Since glyphsafe-4 (Resolutions): S1 also refuses an unsafe
 word placed in the image slot as text (:func:`text_block`), S2 captions half of the unsafe glyphs
 with a related category word (:data:`RELATED_CATEGORIES`), and :meth:`GlyphSafe.precondition`
 adds the text-in-slot check and the oracle control (does replacing RAI's selected token by the
@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from icml26.core.cache import atomic_folder, cache_root
-from icml26.core.device import resolve_device
+from icml26.core.device import resolve_device, seeded_rng
 from icml26.core.validation import check_choice, check_int
 
 from .judge import REFUSAL, KeywordRefusalJudge
@@ -551,11 +551,17 @@ class GlyphSafe:
 
         S3 walks the pre-registered length grid and stops at the first length that passes
         :meth:`precondition` (``precondition_`` keeps every check, ``s3_steps_`` the length).
+        Training draws from torch's generators seeded with ``seed`` inside a forked RNG state:
+        the caller's generators are left as they were.
         """
         for s in stages:
             check_choice(s, "stages", ("s0", "s1", "s2", "s3"))
-        torch.manual_seed(self.seed)
-        model = self.build_model().to(resolve_device(device)) if model is None else model
+        target = resolve_device(device) if model is None else next(model.parameters()).device
+        with seeded_rng(self.seed, target):
+            return self._train(model, stages, target)
+
+    def _train(self, model, stages, device):
+        model = self.build_model().to(device) if model is None else model
         start = time.perf_counter()
         c = self.config
         if "s1" in stages:

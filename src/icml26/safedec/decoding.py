@@ -210,7 +210,7 @@ def sample_tokens(logits: torch.Tensor, u=None, *, temperature: float = 1.0, gre
     if tuple(u.shape) != (logits.shape[0],):
         raise ValueError(f"u must be shaped (B,) = ({logits.shape[0]},) for logits of shape "
                          f"{tuple(logits.shape)}, got {tuple(u.shape)}")
-    if not bool(((u >= 0) & (u < 1)).all()):  # NaN or inf used to decode silently (#33)
+    if not bool(((u >= 0) & (u < 1)).all()):  # NaN or inf must not decode silently
         raise ValueError("u must hold uniforms in [0, 1) (no NaN or infinity)")
     probs = torch.softmax(logits.to(torch.float64) / float(temperature), dim=1)
     cdf = torch.cumsum(probs, dim=1)

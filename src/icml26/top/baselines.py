@@ -22,7 +22,8 @@ import torch.nn as nn
 from transformers.utils import ModelOutput
 
 from icml26.core.validation import check_choice, check_int
-from icml26.top.gpt import Block, GPTConfig, GPTTrunk, init_weights, scale_residual_projections
+from icml26.top.gpt import (Block, GPTConfig, GPTTrunk, _refuse_padding, init_weights,
+                            scale_residual_projections)
 from icml26.top.token_order import causal_lm_loss, check_labels, shift_labels
 
 __all__ = ["MTPOutput", "MTPForCausalLM", "DSMTPForCausalLM"]
@@ -48,7 +49,8 @@ def _future_targets(row: torch.Tensor, offset: int, seq_len: int, ignore_index: 
 
 
 class _MultiTokenBase(nn.Module):
-    def __init__(self, config: GPTConfig, n_future: int, reduction: str, ignore_index: int):
+    def __init__(self, config: GPTConfig, n_future: int, reduction: str, ignore_index: int,
+                 validate_args: bool = True):
         super().__init__()
         if not isinstance(config, GPTConfig):
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
@@ -61,6 +63,7 @@ class _MultiTokenBase(nn.Module):
         self.n_future = n_future
         self.reduction = reduction
         self.ignore_index = ignore_index
+        self.validate_args = bool(validate_args)
         self.transformer = GPTTrunk(config, n_blocks=config.n_layer - n_future)
         self.heads = nn.ModuleList(Block(config) for _ in range(n_future))
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
@@ -77,8 +80,10 @@ class _MultiTokenBase(nn.Module):
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head
 
-    def _trunk(self, input_ids: torch.Tensor) -> torch.Tensor:
-        check_labels(input_ids, self.config.vocab_size, ignore_index=0, name="input_ids")
+    def _trunk(self, input_ids: torch.Tensor, attention_mask=None) -> torch.Tensor:
+        if self.validate_args:
+            check_labels(input_ids, self.config.vocab_size, ignore_index=0, name="input_ids")
+        _refuse_padding(attention_mask, input_ids)
         x = self.transformer.embed(input_ids)
         for block in self.transformer.blocks:
             x = block(x)
@@ -88,7 +93,8 @@ class _MultiTokenBase(nn.Module):
         if labels.shape != input_ids.shape:
             raise ValueError(f"labels must have the shape of input_ids {tuple(input_ids.shape)}, "
                              f"got {tuple(labels.shape)}")
-        check_labels(labels, self.config.vocab_size, self.ignore_index)
+        if self.validate_args:
+            check_labels(labels, self.config.vocab_size, self.ignore_index)
         row = shift_labels(labels, lookahead_labels, self.ignore_index)
         seq_len = input_ids.shape[1]
         losses = torch.stack([
@@ -116,6 +122,9 @@ class MTPForCausalLM(_MultiTokenBase):
         Number of heads (paper: 4), ``1 <= n_future < n_layer``.
     reduction : {"sum", "mean"}
     ignore_index : int
+    validate_args : bool
+        Check the ids of ``input_ids`` and ``labels`` on every call (default); ``False`` skips
+        these host reads (see :class:`~icml26.top.token_order.TOPLoss`).
 
     Notes
     -----
@@ -136,13 +145,13 @@ class MTPForCausalLM(_MultiTokenBase):
     """
 
     def __init__(self, config: GPTConfig, n_future: int = 4, reduction: str = "sum",
-                 ignore_index: int = -100):
-        super().__init__(config, n_future, reduction, ignore_index)
+                 ignore_index: int = -100, validate_args: bool = True):
+        super().__init__(config, n_future, reduction, ignore_index, validate_args)
         self._finish_init()
 
     def forward(self, input_ids: torch.Tensor, labels: Optional[torch.Tensor] = None,
                 lookahead_labels: Optional[torch.Tensor] = None, attention_mask=None) -> MTPOutput:
-        trunk = self._trunk(input_ids)
+        trunk = self._trunk(input_ids, attention_mask)
         heads = self.heads if labels is not None else self.heads[:1]
         head_logits = [self.lm_head(self.transformer.ln_f(head(trunk))) for head in heads]
         if labels is None:
@@ -166,6 +175,8 @@ class DSMTPForCausalLM(_MultiTokenBase):
         Number of modules (paper: 4; 3 in the 120M config), ``1 <= n_future < n_layer``.
     reduction : {"mean", "sum"}
     ignore_index : int
+    validate_args : bool
+        As :class:`MTPForCausalLM`.
 
     Notes
     -----
@@ -186,8 +197,8 @@ class DSMTPForCausalLM(_MultiTokenBase):
     """
 
     def __init__(self, config: GPTConfig, n_future: int = 4, reduction: str = "mean",
-                 ignore_index: int = -100):
-        super().__init__(config, n_future, reduction, ignore_index)
+                 ignore_index: int = -100, validate_args: bool = True):
+        super().__init__(config, n_future, reduction, ignore_index, validate_args)
         d = config.n_embd
         self.hidden_norms = nn.ModuleList(nn.RMSNorm(d, eps=1e-6) for _ in range(n_future - 1))
         self.embed_norms = nn.ModuleList(nn.RMSNorm(d, eps=1e-6) for _ in range(n_future - 1))
@@ -196,7 +207,7 @@ class DSMTPForCausalLM(_MultiTokenBase):
 
     def forward(self, input_ids: torch.Tensor, labels: Optional[torch.Tensor] = None,
                 lookahead_labels: Optional[torch.Tensor] = None, attention_mask=None) -> MTPOutput:
-        hidden = self.heads[0](self.transformer.ln_f(self._trunk(input_ids)))
+        hidden = self.heads[0](self.transformer.ln_f(self._trunk(input_ids, attention_mask)))
         head_logits = [self.lm_head(hidden)]
         if labels is None:
             return MTPOutput(logits=head_logits[0])

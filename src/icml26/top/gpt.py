@@ -98,6 +98,19 @@ def init_weights(module: nn.Module, std: float) -> None:
                 nn.init.zeros_(sub.bias)
 
 
+def _refuse_padding(attention_mask, input_ids: torch.Tensor) -> None:
+    """Accept ``None`` or an all-ones mask of ``input_ids``' shape; refuse padding (a host read
+    only when a mask is given)."""
+    if attention_mask is None:
+        return
+    if tuple(attention_mask.shape) != tuple(input_ids.shape):
+        raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, "
+                         f"got {tuple(attention_mask.shape)}")
+    if not bool((attention_mask != 0).all()):
+        raise ValueError("attention_mask has padding (zeros): TinyGPT's causal blocks have no "
+                         "padding mask; pass unpadded rows of equal length (or attention_mask=None)")
+
+
 class GPTTrunk(nn.Module):
     """Embeddings + blocks + final LayerNorm; ``forward`` returns ``last_hidden_state``."""
 
@@ -119,6 +132,9 @@ class GPTTrunk(nn.Module):
         return self.wte(input_ids) + self.wpe(pos)
 
     def forward(self, input_ids: torch.Tensor, attention_mask=None, **_) -> BaseModelOutput:
+        """Final hidden states. ``attention_mask`` may be given only without padding (all ones):
+        the causal blocks have no padding mask, so a padded batch is refused, not ignored."""
+        _refuse_padding(attention_mask, input_ids)
         x = self.embed(input_ids)
         for block in self.blocks:
             x = block(x)
@@ -165,7 +181,8 @@ class TinyGPT(nn.Module):
         return self.lm_head
 
     def forward(self, input_ids: torch.Tensor, attention_mask=None, **_) -> CausalLMOutput:
-        hidden = self.transformer(input_ids).last_hidden_state
+        """Next-token logits; a padded ``attention_mask`` is refused (see :class:`GPTTrunk`)."""
+        hidden = self.transformer(input_ids, attention_mask=attention_mask).last_hidden_state
         return CausalLMOutput(logits=self.lm_head(hidden))
 
 

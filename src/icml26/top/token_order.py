@@ -79,12 +79,18 @@ def check_labels(labels, vocab_size: int, ignore_index: int, name: str = "labels
     return labels
 
 
-def _label_rows(labels, vocab_size, window, ignore_index, inclusive, seq_len):
-    """Validate and pad the label rows; return (rows, T, span) with span = offsets counted."""
+def _label_rows(labels, vocab_size, window, ignore_index, inclusive, seq_len, validate=True):
+    """Validate and pad the label rows; return (rows, T, span) with span = offsets counted.
+
+    ``validate=False`` skips the id range check, the one step that reads tensor values on the
+    host (a device synchronisation on an accelerator)."""
     check_int(vocab_size, "vocab_size", min_value=2)
     check_int(window, "window", min_value=1)
     check_int(ignore_index, "ignore_index")
-    check_labels(labels, vocab_size, ignore_index)
+    if validate:
+        check_labels(labels, vocab_size, ignore_index)
+    else:
+        check_tensor(labels, "labels", ndim=2, finite=False)
     length = labels.shape[1]
     if seq_len is None:
         seq_len = length - window
@@ -197,11 +203,15 @@ def _previous_occurrence(rows: torch.Tensor, valid: torch.Tensor, vocab_size: in
 
 def top_targets_sparse(labels: torch.Tensor, vocab_size: int, window: int,
                        ignore_index: int = -100, inclusive: bool = False,
-                       seq_len: Optional[int] = None, dtype: torch.dtype = torch.float32):
+                       seq_len: Optional[int] = None, dtype: torch.dtype = torch.float32,
+                       validate_args: bool = True):
     """Sparse TOP targets: for each position, the <= W (token, score) pairs that are finite.
 
     Same parameters and semantics as :func:`top_targets`, but nothing of size B*T*V is
-    built: memory is O(B T W).
+    built: memory is O(B T W). ``validate_args=False`` skips the check that every id is in
+    ``[0, vocab_size)`` or ``ignore_index`` (it reads the labels on the host: one device
+    synchronisation per call on an accelerator); use it in a training loop over data checked
+    once, as torchmetrics' ``validate_args`` does.
 
     Returns
     -------
@@ -222,7 +232,8 @@ def top_targets_sparse(labels: torch.Tensor, vocab_size: int, window: int,
     ----------
     Zuhri et al., ICML 2026 (arXiv:2508.19228).
     """
-    rows, seq_len, span = _label_rows(labels, vocab_size, window, ignore_index, inclusive, seq_len)
+    rows, seq_len, span = _label_rows(labels, vocab_size, window, ignore_index, inclusive, seq_len,
+                                      validate=validate_args)
     valid = rows != ignore_index
     prev = _previous_occurrence(rows, valid, vocab_size)
     win_tok = rows.unfold(1, span, 1)[:, :seq_len]      # (B, T, S): label index t + d
@@ -247,9 +258,11 @@ def _reduce_rows(row_loss: torch.Tensor, has_target: torch.Tensor, reduction: st
     return row_loss.sum() / has_target.sum().clamp_min(1)
 
 
-def _target_distribution(target_scores: torch.Tensor):
-    """softmax over the finite target scores; (q, finite mask, row has any finite)."""
-    if bool(torch.isnan(target_scores).any()) or bool((target_scores == float("inf")).any()):
+def _target_distribution(target_scores: torch.Tensor, validate: bool = True):
+    """softmax over the finite target scores; (q, finite mask, row has any finite).
+
+    ``validate`` checks for NaN / +inf in one reduction (one host read)."""
+    if validate and bool((torch.isnan(target_scores) | torch.isposinf(target_scores)).any()):
         raise ValueError("targets contains NaN or +inf; expected finite scores or -inf for absent")
     finite = torch.isfinite(target_scores)
     has_target = finite.any(dim=-1)
@@ -259,7 +272,8 @@ def _target_distribution(target_scores: torch.Tensor):
     return q, finite, has_target
 
 
-def listnet_loss(scores: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+def listnet_loss(scores: torch.Tensor, targets: torch.Tensor, reduction: str = "mean",
+                 validate_args: bool = True) -> torch.Tensor:
     """ListNet top-one loss ``-sum_v softmax(targets)_v log softmax(scores)_v`` per row.
 
     Parameters
@@ -272,6 +286,9 @@ def listnet_loss(scores: torch.Tensor, targets: torch.Tensor, reduction: str = "
         "mean" averages over rows that have at least one finite target; rows without one
         contribute 0 and are excluded from the mean (the reference counts them in the
         denominator; at pretraining scale there are none).
+    validate_args : bool
+        Check ``targets`` for NaN / +inf (one host read of a reduction; skip it in a training
+        loop whose targets are built by :func:`top_targets`).
 
     Returns
     -------
@@ -299,14 +316,14 @@ def listnet_loss(scores: torch.Tensor, targets: torch.Tensor, reduction: str = "
     if scores.shape != targets.shape:
         raise ValueError(f"scores and targets must have the same shape, got {tuple(scores.shape)} "
                          f"and {tuple(targets.shape)}")
-    q, finite, has_target = _target_distribution(targets)
+    q, finite, has_target = _target_distribution(targets, validate_args)
     log_p = F.log_softmax(scores.float(), dim=-1)
     row_loss = -(q * torch.where(finite, log_p, torch.zeros(()))).sum(dim=-1)
     return _reduce_rows(row_loss, has_target, reduction)
 
 
 def sparse_listnet_loss(scores: torch.Tensor, idx: torch.Tensor, target_scores: torch.Tensor,
-                        reduction: str = "mean") -> torch.Tensor:
+                        reduction: str = "mean", validate_args: bool = True) -> torch.Tensor:
     """:func:`listnet_loss` with targets given as (idx, score) lists from :func:`top_targets_sparse`.
 
     Parameters
@@ -317,6 +334,8 @@ def sparse_listnet_loss(scores: torch.Tensor, idx: torch.Tensor, target_scores: 
     target_scores : Tensor of shape (..., S)
         Their target scores (``-inf`` = unused slot). Ids must be distinct among finite slots.
     reduction : {"mean", "sum", "none"}
+    validate_args : bool
+        Check ``target_scores`` for NaN / +inf (see :func:`listnet_loss`).
 
     Examples
     --------
@@ -330,7 +349,7 @@ def sparse_listnet_loss(scores: torch.Tensor, idx: torch.Tensor, target_scores: 
     if idx.shape != target_scores.shape or idx.shape[:-1] != scores.shape[:-1]:
         raise ValueError(f"idx {tuple(idx.shape)} and target_scores {tuple(target_scores.shape)} must "
                          f"match each other and scores {tuple(scores.shape)} except the last axis")
-    q, finite, has_target = _target_distribution(target_scores)
+    q, finite, has_target = _target_distribution(target_scores, validate_args)
     log_p = F.log_softmax(scores.float(), dim=-1).gather(-1, idx)
     row_loss = -(q * torch.where(finite, log_p, torch.zeros(()))).sum(dim=-1)
     return _reduce_rows(row_loss, has_target, reduction)
@@ -439,6 +458,10 @@ class TOPLoss(nn.Module):
         "labelled": only positions that have a next-token label (``labels[:, t] !=
         ignore_index``) — the spec's reading of the star-graph setup ("TOP loss only on
         target positions"), kept as an option (resolution, not from the paper).
+    validate_args : bool
+        Check label ids and target scores on every call (default). ``False`` skips the two
+        host reads these checks make, so that a training step on an accelerator never waits
+        for the device (NTP's step makes none); check the data once instead.
 
     Notes
     -----
@@ -458,7 +481,7 @@ class TOPLoss(nn.Module):
     """
 
     def __init__(self, window: Optional[int] = None, top_weight: float = 1.0,
-                 ignore_index: int = -100, positions: str = "window"):
+                 ignore_index: int = -100, positions: str = "window", validate_args: bool = True):
         super().__init__()
         if window is not None:
             check_int(window, "window", min_value=1)
@@ -469,10 +492,12 @@ class TOPLoss(nn.Module):
         self.top_weight = top_weight
         self.ignore_index = ignore_index
         self.positions = positions
+        self.validate_args = bool(validate_args)
 
     def targets(self, labels: torch.Tensor, vocab_size: int, window: int, seq_len: int):
         """The sparse TOP targets ``(idx, score)`` for a label row (override to alter them)."""
-        return top_targets_sparse(labels, vocab_size, window, self.ignore_index, seq_len=seq_len)
+        return top_targets_sparse(labels, vocab_size, window, self.ignore_index, seq_len=seq_len,
+                                  validate_args=self.validate_args)
 
     def forward(self, hidden: torch.Tensor, labels: torch.Tensor, lm_head: nn.Module,
                 top_head: nn.Module) -> TOPOutput:
@@ -490,7 +515,7 @@ class TOPLoss(nn.Module):
         if self.positions == "labelled":  # unlabelled positions become empty rows: excluded
             labelled = (labels[:, :seq_len] != self.ignore_index).unsqueeze(-1)
             target_scores = torch.where(labelled, target_scores, float("-inf"))
-        top = sparse_listnet_loss(top_logits, idx, target_scores)
+        top = sparse_listnet_loss(top_logits, idx, target_scores, validate_args=self.validate_args)
         return TOPOutput(loss=ntp + self.top_weight * top, ntp_loss=ntp, top_loss=top,
                          logits=logits, top_logits=top_logits)
 
@@ -521,6 +546,9 @@ class TOPForCausalLM(nn.Module):
         has one, else 0.02).
     positions : {"window", "labelled"}
         Positions the TOP loss covers (see :class:`TOPLoss`; default "window", the reference).
+    validate_args : bool
+        Check ``input_ids`` and ``labels`` ids on every call (default); ``False`` skips the
+        host reads (see :class:`TOPLoss`).
 
     Notes
     -----
@@ -552,7 +580,7 @@ class TOPForCausalLM(nn.Module):
 
     def __init__(self, model: nn.Module, window: Optional[int] = None, top_weight: float = 1.0,
                  ignore_index: int = -100, init_std: Optional[float] = None,
-                 positions: str = "window"):
+                 positions: str = "window", validate_args: bool = True):
         super().__init__()
         for accessor in ("get_decoder", "get_output_embeddings"):
             if not callable(getattr(model, accessor, None)):
@@ -565,14 +593,16 @@ class TOPForCausalLM(nn.Module):
             init_std = getattr(getattr(model, "config", None), "initializer_range", 0.02)
         self.top_head = TOPHead(hidden_size, vocab_size, init_std=init_std)
         self.loss_fn = TOPLoss(window=window, top_weight=top_weight, ignore_index=ignore_index,
-                               positions=positions)
+                               positions=positions, validate_args=validate_args)
+        self.validate_args = bool(validate_args)
         self.vocab_size = vocab_size
         self.ignore_index = ignore_index
 
     def forward(self, input_ids: torch.Tensor, labels: Optional[torch.Tensor] = None,
                 lookahead_labels: Optional[torch.Tensor] = None, attention_mask=None,
                 return_top_logits: bool = False) -> TOPOutput:
-        check_labels(input_ids, self.vocab_size, ignore_index=0, name="input_ids")
+        if self.validate_args:
+            check_labels(input_ids, self.vocab_size, ignore_index=0, name="input_ids")
         hidden = final_hidden(self.model, input_ids, attention_mask)
         lm_head = self.model.get_output_embeddings()
         if labels is None:
@@ -686,8 +716,10 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
     the ideal DCG puts all in-window tokens first (their order among themselves does not
     change a binary-gain DCG). With ``gain="graded"`` an in-window item gains its TOP target
     score ``W + 1 - k`` (the next token most, the token first seen at offset W least), so the
-    metric also rewards getting the *order* right; the ideal DCG sorts the gains. Rows without
-    any in-window token give NaN, so callers can drop them.
+    metric also rewards getting the *order* right; the ideal DCG sorts the gains. With
+    ``gain="exponential"`` the gain is ``2**(W + 1 - k) - 1`` (Burges et al.'s exponential
+    gain on the same graded relevance, computed in float64): the nearest upcoming tokens
+    dominate. Rows without any in-window token give NaN, so callers can drop them.
 
     Parameters
     ----------
@@ -695,8 +727,8 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
     targets : Tensor of shape (..., V)
         Dense TOP targets (``-inf`` = not in the window), e.g. from :func:`top_targets`.
     k : int
-    gain : {"binary", "graded"}
-        "graded" is our addition (reported beside the spec's binary NDCG, not claimed).
+    gain : {"binary", "graded", "exponential"}
+        "graded" and "exponential" are our additions (resolution, not from the paper).
 
     Returns
     -------
@@ -712,9 +744,9 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
     0.8597
     """
     check_int(k, "k", min_value=1)
-    check_choice(gain, "gain", ["binary", "graded"])
+    check_choice(gain, "gain", ["binary", "graded", "exponential"])
     check_tensor(scores, "scores", finite=False, floating=True)
-    if bool(torch.isnan(scores).any()):  # a NaN score has no rank (#33); ±inf ranks first/last
+    if bool(torch.isnan(scores).any()):  # a NaN score has no rank; ±inf ranks first/last
         raise ValueError("scores contains NaN; a NaN score has no rank")
     check_tensor(targets, "targets", finite=False, floating=True)
     if scores.shape != targets.shape:
@@ -726,11 +758,15 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
         gains = finite.float()
     else:
         if bool((finite & (targets <= 0)).any()):
-            raise ValueError("graded NDCG needs positive target scores for in-window items "
+            raise ValueError(f"{gain} NDCG needs positive target scores for in-window items "
                              "(TOP scores W + 1 - k >= 1); got a score <= 0")
-        gains = torch.where(finite, targets.float(), 0.0)
+        if gain == "graded":
+            gains = torch.where(finite, targets.float(), 0.0)
+        else:
+            gains = torch.where(finite, torch.exp2(targets.double()) - 1, 0.0)
     top = scores.float().topk(k, dim=-1).indices
-    discount = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float32, device=scores.device))
+    discount = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=gains.dtype, device=scores.device))
     dcg = (gains.gather(-1, top) * discount).sum(-1)
     ideal = (gains.topk(k, dim=-1).values * discount).sum(-1)
-    return torch.where(finite.any(-1), dcg / ideal.clamp_min(1e-12), float("nan"))
+    ndcg = (dcg / ideal.clamp_min(1e-12)).to(torch.float32)
+    return torch.where(finite.any(-1), ndcg, float("nan"))
