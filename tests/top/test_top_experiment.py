@@ -261,6 +261,22 @@ def test_ndcg_claim_is_decided_by_the_paired_interval_over_seeds(top_graded, ver
     assert claim.verdict == verdict and claim.interval is not None and "paired over 3 seeds" in claim.note
 
 
+def test_ndcg_claim_is_not_earned_when_the_unrelated_control_head_ranks_as_well():
+    from icml26.top.experiment import TEXT_FULL, summarize_text
+
+    def run(control_graded):
+        jobs = [j for seed, (g, c) in enumerate(zip((0.86, 0.85, 0.87), control_graded)) for j in fake_text_jobs(
+            {"ntp": (2.5, 0.95, None, 0.80, None), "top": (2.5, 0.97, 0.99, 0.80, g),
+             "top_unrelated": (2.6, 0.95, 0.95, 0.79, c)}, seed=seed)]
+        return {c.name: c for c in summarize_text(jobs, TEXT_FULL).claims}[
+            "E2 graded NDCG@10 TOP head − NTP logits"]
+
+    earned = run((0.70, 0.71, 0.69))                 # the unrelated head ranks worse: control fails
+    assert earned.verdict == "PASS" and earned.control["passed"] is False
+    planted = run((0.86, 0.85, 0.87))                # a control that ranks as well: not earned
+    assert planted.verdict == "NOT EARNED" and planted.control["passed"] is True
+
+
 def test_default_parts_are_cut_and_the_spec_sized_ones_are_opt_in(experiment):
     from icml26.top.experiment import STAR_FULL, STAR_SPEC, TEXT_FULL, TEXT_SPEC
 
