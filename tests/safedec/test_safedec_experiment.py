@@ -31,6 +31,21 @@ def test_main_part_quick_guarantees_hold(exp):
                  "E1(g) RCD α=0 equals Uncon bit for bit"):
         assert claims[name].passed, (name, claims[name].measured)
     assert "E1 main table (mean ± std over seeds)" in out.result.tables
+    # the 40-step policy is not competent: the success-rate comparisons read INCOMPLETE, not FAIL
+    competence = claims["E1(a) Uncon SR on free (%)"]
+    assert competence.kind == "control" and not competence.passed
+    gated = [c for n, c in claims.items() if n.startswith(("E1(d)", "E1(e)"))]
+    assert len(gated) == 4
+    assert all(c.verdict == "INCOMPLETE" and "not competent" in c.note for c in gated)
+
+
+def test_sr_claims_keep_their_verdict_when_the_policy_is_competent():
+    from icml26.core.experiment import Claim
+    from icml26.safedec.experiment import _sr_gated
+
+    claim = Claim.at_least("E1(d) HCD SR − Filter SR, avoid (pts)", -3.0, -1.0)
+    assert _sr_gated(claim, "").verdict == "FAIL"
+    assert _sr_gated(claim, "base policy not competent").verdict == "INCOMPLETE"
 
 
 def test_alpha_and_mismatch_parts_quick_structure(exp):

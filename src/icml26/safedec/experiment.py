@@ -9,6 +9,7 @@ uniforms (common random numbers).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from dataclasses import asdict, dataclass
 
@@ -180,6 +181,13 @@ def _mean(df, family, decoder, metric):
     return float(sel.mean()) if len(sel) else float("nan")
 
 
+def _sr_gated(claim: Claim, reason: str) -> Claim:
+    """``claim`` as INCOMPLETE with ``reason`` when the competence precondition failed."""
+    if not reason:
+        return claim
+    return dataclasses.replace(claim, incomplete=True, note="; ".join(x for x in (claim.note, reason) if x))
+
+
 def summarize_main(jobs, config: MainConfig) -> Result:
     df = _records(jobs)
     table = summary_table(df.to_dict("records"), by=["family", "decoder"],
@@ -194,10 +202,16 @@ def summarize_main(jobs, config: MainConfig) -> Result:
     greedy_len = _mean(df, "free", "uncon_greedy", "success_length")   # steps a success needs
     floor = config.label_smoothing / N_TOKENS            # BC target mass on every other token
     cap = 100.0 * (1.0 - floor) ** max(greedy_len - 1.0, 0.0) if np.isfinite(greedy_len) else float("nan")
-    claims.append(Claim.at_least("E1(a) Uncon SR on free (%)", _mean(df, "free", "uncon", "success"), 70,
-                                 paper="policy is competent (SPOC SR ≈ 82 %)",
-                                 note=(f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing "
-                                       f"≈ {cap:.0f} %" if np.isfinite(greedy_sr) else "")))
+    competence = Claim.at_least("E1(a) Uncon SR on free (%)", _mean(df, "free", "uncon", "success"), 70,
+                                paper="policy is competent (SPOC SR ≈ 82 %)",
+                                note=(f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing "
+                                      f"≈ {cap:.0f} %" if np.isfinite(greedy_sr) else ""))
+    claims.append(dataclasses.replace(competence, kind="control"))
+    # The success-rate comparisons (E1(d), E1(e)) presuppose a competent base policy: without
+    # it they are INCOMPLETE (with the reason), not FAIL (resolution, not from the paper).
+    sr_gate = ("" if competence.passed else
+               f"base policy not competent (free SR {competence.measured:.1f} % < 70 %): an SR "
+               "comparison cannot be read")
     if np.isfinite(greedy_sr):
         notes.append(f"E1(a) free-family success: sampled (τ = 1, the spec's acceptance) "
                      f"{_mean(df, 'free', 'uncon', 'success'):.1f} %, greedy {greedy_sr:.1f} %. "
@@ -215,8 +229,8 @@ def summarize_main(jobs, config: MainConfig) -> Result:
                                  paper="Filtering 97 / 100 %"))
     for fam in ("avoid", "geofence"):
         gap = _mean(df, fam, "hcd", "success") - _mean(df, fam, "filter", "success")
-        claims.append(Claim.at_least(f"E1(d) HCD SR − Filter SR, {fam} (pts)", gap, -1.0,
-                                     paper="+0.5 (avoid), +4.5 (geofence)"))
+        claims.append(_sr_gated(Claim.at_least(f"E1(d) HCD SR − Filter SR, {fam} (pts)", gap, -1.0,
+                                               paper="+0.5 (avoid), +4.5 (geofence)"), sr_gate))
     for fam in ("avoid", "geofence"):
         u_sat, u_sr = _mean(df, fam, "uncon", "sat"), _mean(df, fam, "uncon", "success")
         need_sat, need_sr = rcd_bar(u_sat, u_sr, _mean(df, fam, "hcd", "success"))
@@ -228,16 +242,17 @@ def summarize_main(jobs, config: MainConfig) -> Result:
                 s_, r = _mean(df, fam, f"rcd{a:g}", "sat"), _mean(df, fam, f"rcd{a:g}", "success")
                 ok |= s_ >= need_sat and r >= need_sr
                 parts.append(f"α={a:g}: sat {s_:.1f}, SR {r:.1f}")
-            claims.append(Claim(f"E1(e) RCD closes ≥ half the violation gap, keeps SR, {fam}", paper,
-                                "; ".join(parts), "one α (β = 2, r_clip = 1): " + bar, ok))
+            claims.append(_sr_gated(Claim(f"E1(e) RCD closes ≥ half the violation gap, keeps SR, {fam}",
+                                          paper, "; ".join(parts), "one α (β = 2, r_clip = 1): " + bar, ok),
+                                    sr_gate))
             continue
         s_, r = _mean(df, fam, "rcd", "sat"), _mean(df, fam, "rcd", "success")
         chosen = [j.metrics["rcd_selected"] for j in jobs if j.metrics["family"] == fam]
         picks = ", ".join(f"α={c['alpha']:g} β={c['beta']:g}" for c in chosen)
-        claims.append(Claim(f"E1(e) RCD (bounded bonus, α/β chosen on dev) closes ≥ half the violation "
-                            f"gap, keeps SR, {fam}", paper, f"sat {s_:.1f}, SR {r:.1f}",
-                            bar, bool(s_ >= need_sat and r >= need_sr),
-                            note=f"r_clip = 0; per-seed dev choice: {picks}"))
+        claims.append(_sr_gated(Claim(f"E1(e) RCD (bounded bonus, α/β chosen on dev) closes ≥ half the "
+                                      f"violation gap, keeps SR, {fam}", paper, f"sat {s_:.1f}, SR {r:.1f}",
+                                      bar, bool(s_ >= need_sat and r >= need_sr),
+                                      note=f"r_clip = 0; per-seed dev choice: {picks}"), sr_gate))
     for fam in ("avoid", "geofence"):
         per_seed, per_seed_traj, steps = [], [], []
         for j in sorted((j for j in jobs if j.metrics["family"] == fam), key=lambda j: j.seed):
