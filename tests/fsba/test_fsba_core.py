@@ -49,23 +49,28 @@ def test_penalty_surrogate_error_falls_like_one_over_lambda():
     assert -1.3 <= slope <= -0.7
 
 
-def test_second_order_methods_escape_the_saddle_and_first_order_ones_do_not():
+def test_second_order_methods_escape_the_saddle_and_first_order_ones_only_off_the_plane():
     problem, x0 = make_saddle_bilevel(d=8, seed=0)
     n_minus = problem.exact["n_minus"]
     for opt in (FSBA(penalty=1e4, max_iter=100), LFSBA(penalty=1e4, max_iter=300)):
         result = opt.minimize(problem, x0)
         assert result.first_sosp_iteration() is not None and result.history["phi_gap"][-1] <= 1e-8
+    _, on_plane = make_saddle_bilevel(d=8, seed=0, plane_offset=0.0)
+    assert np.all(on_plane[:n_minus] == 0.0)
     for opt in (F2BA(penalty=1e4, lr=0.2, max_iter=200), AIDBA(lr=0.2, max_iter=200)):
-        result = opt.minimize(problem, x0)
+        result = opt.minimize(problem, on_plane)     # the stable plane is invariant
         assert np.abs(result.x[:n_minus]).max() < 1e-8
         assert result.history["phi_gap"][-1] >= n_minus / 4 - 1e-6
+        off = opt.minimize(problem, x0)              # 1e-6 off the plane: gradient steps leave it
+        assert np.abs(off.x[:n_minus]).max() > 0.5
 
 
-def test_minimax_cubic_newton_escapes_and_gda_does_not():
+def test_minimax_cubic_newton_escapes_and_gda_stays_on_the_plane():
     problem, x0 = make_saddle_minimax(d=8, seed=0)
     for opt in (MCN(max_iter=100), LMCN(max_iter=300)):
         assert opt.minimize(problem, x0).first_sosp_iteration() is not None
-    assert GDA(max_iter=300).minimize(problem, x0).first_sosp_iteration() is None
+    _, on_plane = make_saddle_minimax(d=8, seed=0, plane_offset=0.0)
+    assert GDA(max_iter=300).minimize(problem, on_plane).first_sosp_iteration() is None
 
 
 def test_bad_input_is_refused():

@@ -19,7 +19,6 @@ same warm-started Newton solver as FSBA's (``inner="newton"``), so the compariso
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable
 
 import numpy as np
@@ -28,7 +27,8 @@ import scipy.linalg
 from icml26.core.validation import check_choice, check_int, check_scalar_in
 
 from .cubic import cubic_step
-from .optimizers import (BilevelResult, _cholesky, _History, _PenaltyEstimator, newton_solve)
+from .optimizers import (BilevelResult, _call_back, _cholesky, _clock, _History, _PenaltyEstimator,
+                         newton_solve)
 from .problem import BilevelProblem, MinimaxProblem, check_point
 
 __all__ = ["AIDBA", "F2BA", "PerturbedF2BA", "GDA", "ExactCubicNewton"]
@@ -84,19 +84,20 @@ class _FirstOrder:
         state = {"y": y, "z": y.copy()}
         history = _History(problem, self)
         rng = np.random.default_rng(seed)
-        start = time.perf_counter()
-        t = 0
+        start = _clock()
+        t, stopped = 0, False
         for t in range(self.max_iter + 1):
             G, value = self._direction(problem, x, state)
-            history.record(t, x, state["z"], G, value, float("nan"), 0, time.perf_counter() - start)
-            if self.callback is not None:
-                self.callback(t, x, G)
-            if t == self.max_iter:
+            history.record(t, x, state["z"], G, value, float("nan"), 0, _clock() - start)
+            stopped = _call_back(self.callback, history, t, x, G)
+            if stopped or t == self.max_iter:
                 break
             x = self._perturb(x - self.lr * G, t, G, rng)
         return BilevelResult(x=x, y=state["y"], z=state["z"], n_iter=t, converged=False,
                              history=history.columns, counts=dict(problem.counts),
-                             message=f"{t} gradient steps", penalty=getattr(self, "penalty", None))
+                             message=f"{t} gradient steps" + (" (stopped by the callback)"
+                                                              if stopped else ""),
+                             penalty=getattr(self, "penalty", None))
 
 
 class AIDBA(_FirstOrder):
@@ -193,11 +194,12 @@ class GDA:
     """Simultaneous gradient descent–ascent: ``x ← x − η_x∇_x f``, ``y ← y + η_y∇_y f``."""
 
     def __init__(self, lr_x: float = 0.05, lr_y: float = 0.5, eps: float = 1e-5,
-                 max_iter: int = 1000):
+                 max_iter: int = 1000, callback: Callable | None = None):
         self.lr_x = lr_x
         self.lr_y = lr_y
         self.eps = eps
         self.max_iter = max_iter
+        self.callback = callback
 
     def minimize(self, problem: MinimaxProblem, x0: Any, y0: Any = None) -> BilevelResult:
         if not isinstance(problem, MinimaxProblem):
@@ -208,13 +210,13 @@ class GDA:
         x = check_point(x0, problem.dx, "x0")
         y = np.zeros(problem.dy) if y0 is None else check_point(y0, problem.dy, "y0")
         history = _History(problem, self)
-        start = time.perf_counter()
+        start = _clock()
         t = 0
         for t in range(self.max_iter + 1):
             gx, gy = problem.grad("f", x, y)
             history.record(t, x, y, gx, problem.value("f", x, y), float("nan"), 0,
-                           time.perf_counter() - start)
-            if t == self.max_iter:
+                           _clock() - start)
+            if _call_back(self.callback, history, t, x, gx) or t == self.max_iter:
                 break
             x, y = x - self.lr_x * gx, y + self.lr_y * gy
         return BilevelResult(x=x, y=y, z=y, n_iter=t, converged=False, history=history.columns,
@@ -224,10 +226,12 @@ class GDA:
 class ExactCubicNewton:
     """Cubic Newton on the exact hyper-objective (needs ``problem.exact`` with grad and hess)."""
 
-    def __init__(self, cubic_reg: float = 10.0, eps: float = 1e-5, max_iter: int = 200):
+    def __init__(self, cubic_reg: float = 10.0, eps: float = 1e-5, max_iter: int = 200,
+                 callback: Callable | None = None):
         self.cubic_reg = cubic_reg
         self.eps = eps
         self.max_iter = max_iter
+        self.callback = callback
 
     def minimize(self, problem: BilevelProblem, x0: Any, y0: Any = None) -> BilevelResult:
         if problem.exact is None:
@@ -235,17 +239,17 @@ class ExactCubicNewton:
         M = check_scalar_in(self.cubic_reg, "cubic_reg", low=0.0, low_inclusive=False)
         x = check_point(x0, problem.dx, "x0")
         history = _History(problem, self)
-        start = time.perf_counter()
+        start = _clock()
         converged, t = False, 0
         for t in range(self.max_iter + 1):
             G, H = problem.exact["grad"](x), problem.exact["hess"](x)
             lam_min = float(np.linalg.eigvalsh(H)[0])
             history.record(t, x, None, G, problem.exact["phi"](x), lam_min, t + 1,
-                           time.perf_counter() - start)
+                           _clock() - start)
             if np.linalg.norm(G) <= self.eps and lam_min >= -math.sqrt(M * self.eps):
                 converged = True
                 break
-            if t == self.max_iter:
+            if _call_back(self.callback, history, t, x, G) or t == self.max_iter:
                 break
             x = x + cubic_step(G, H, M)
         return BilevelResult(x=x, y=None, z=None, n_iter=t, converged=converged,

@@ -40,8 +40,8 @@ from .problem import BilevelProblem, MinimaxProblem, NotStronglyConvexError, che
 __all__ = ["FSBA", "LFSBA", "MCN", "LMCN", "BilevelResult", "penalty_surrogate", "schur_complement",
            "newton_solve", "MAX_PENALTY_DOUBLINGS"]
 
-#: The clock of ``history["seconds"]``: CPU seconds of the process, so the load of other
-#: processes cannot change a measured time ratio (issue #40; ``time.perf_counter`` before).
+#: The clock of ``history["seconds"]`` (every optimizer here, baselines included): CPU seconds
+#: of the process, so the load of other processes cannot change a measured time ratio.
 _clock = time.process_time
 
 #: How often λ may be doubled when ∇²_yy L_λ is not positive definite.
@@ -347,12 +347,10 @@ class _CubicMethod:
             lam_min = float(eig[0][0])
             history.record(t, x, z, G, value, lam_min if snapshot else float("nan"), n_snapshots,
                            _clock() - start)
-            if self.callback is not None:
-                self.callback(t, x, G)
             if np.linalg.norm(G) <= self.eps and lam_min >= -math.sqrt(self.cubic_reg * self.eps):
                 converged = True
                 break
-            if t == self.max_iter:
+            if _call_back(self.callback, history, t, x, G) or t == self.max_iter:
                 break
             s = cubic_step(G, M=reg, eig=eig)
             if self.adaptive_reg and snapshot:
@@ -373,6 +371,17 @@ class _CubicMethod:
         if predicted > 0 and value - trial_value >= ARC_ACCEPT * predicted:
             return max(reg / 2.0, ARC_MIN_REG), True
         return reg * 2.0, False
+
+
+def _call_back(callback, history, t, x, G) -> bool:
+    """Call ``callback(t, x, G)``; True when it returned True (stop the run). Its time is left
+    out of ``history["seconds"]``, like the diagnostics."""
+    if callback is None:
+        return False
+    start = _clock()
+    stop = callback(t, x, G) is True
+    history.overhead += _clock() - start
+    return stop
 
 
 class _History:
@@ -441,7 +450,8 @@ class FSBA(_CubicMethod):
     max_iter : int
         Outer iterations.
     callback : callable, optional
-        ``callback(t, x, G)`` after every iteration.
+        ``callback(t, x, G)`` after every iteration; returning True stops the run (its time
+        is not counted in ``history["seconds"]``).
 
     Examples
     --------

@@ -4,7 +4,7 @@ Yang, Wang, Lin. "Leveraging Lineage Barcodes as Natural Augmentations for Contr
 of Cell Fate in scRNA-seq Data", ICML 2026 (preprint: bioRxiv 10.1101/2024.10.28.620670).
 """
 
-from .baselines import NBVAE, pca_embedding
+from .baselines import NBVAE, pca_embedding, pca_lda_embedding
 from .data import LineageData, log_normalize, read_lineage_h5ad, simulate_lineage_tracing
 from .fate import FateCompositionRegressor, clone_fate_compositions, kl_composition
 from .lcl import LCL, LCLEncoder, lcl_loss
@@ -14,5 +14,5 @@ from .sampler import LineagePairSampler
 
 __all__ = ["LCL", "LCLEncoder", "lcl_loss", "LineagePairSampler", "clone_fate_compositions",
            "FateCompositionRegressor", "kl_composition", "knn_clone_accuracy", "knn_clone_containment",
-           "knn_lineage_purity", "cycle_r2", "clone_calinski_harabasz", "NBVAE", "pca_embedding",
+           "knn_lineage_purity", "cycle_r2", "clone_calinski_harabasz", "NBVAE", "pca_embedding", "pca_lda_embedding",
            "simulate_lineage_tracing", "log_normalize", "read_lineage_h5ad", "LineageData"]
