@@ -559,6 +559,10 @@ class EpiTwin(_NeuralReconstructor):
         ``-2 ln d``, ``lambda_h`` = 15, zero-initialised decoder plus the attention-weighted
         raw-patch residual, so that step 0 predicts like IDW (with the functional term). False:
         the first reproduction's start (read-out ``-d / 20``, ``lambda_h`` = 1, no residual).
+    mask_hidden_keys : bool
+        Hidden contacts take no part as keys in the spatial attention (default; see
+        :class:`~icml26.epitwin.model.EpiTwinGenerator`). ``False``: the earlier behaviour, in
+        which hidden queries attended almost only to their own shaft's [MASK] tokens.
 
     Attributes
     ----------
@@ -576,9 +580,9 @@ class EpiTwin(_NeuralReconstructor):
                  batch_size: int = 16, lr: float = 1e-3, weight_decay: float = 1e-2,
                  dropout: float = 0.1, window: int = 512, stride: int = 256,
                  mask_shafts: tuple = (1, 2), observed_weight: float = 0.1, seed: int = 0,
-                 geometry_start: bool = True):
+                 geometry_start: bool = True, mask_hidden_keys: bool = True):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
-        self.geometry_start = geometry_start
+        self.geometry_start, self.mask_hidden_keys = geometry_start, mask_hidden_keys
         self.k_lap, self.lambda_adv, self.lambda_fm = k_lap, lambda_adv, lambda_fm
         self.adversarial, self.use_hspe, self.use_gfba = adversarial, use_hspe, use_gfba
         self.use_functional, self.functional, self.epochs = use_functional, functional, epochs
@@ -600,7 +604,8 @@ class EpiTwin(_NeuralReconstructor):
         return EpiTwinGenerator(self.d_model, self.n_layers, self.n_heads, self.patch, self.k_lap,
                                 self.dropout, self.use_hspe, self.use_gfba, self.use_functional,
                                 max_patches=max(64, self.window // self.patch), seed=self.seed,
-                                geometry_start=self.geometry_start)
+                                geometry_start=self.geometry_start,
+                                mask_hidden_keys=self.mask_hidden_keys)
 
 
 class LaBraMStyleReconstructor(_NeuralReconstructor):
@@ -609,15 +614,16 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     MSE, trained from scratch with the same optimiser, masking and schedule as EpiTwin's stage 1.
     Parameters as :class:`EpiTwin` (``patch`` defaults to 128: full attention over N x L tokens
     is costlier). ``geometry_start`` gives it the same residual start as EpiTwin (zero decoder
-    plus the fixed inverse-distance interpolation), for parity (#36)."""
+    plus the fixed inverse-distance interpolation), for parity (#36). ``mask_hidden_keys`` as
+    :class:`EpiTwin`."""
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 128,
                  epochs: int = 20, batch_size: int = 16, lr: float = 1e-3,
                  weight_decay: float = 1e-2, dropout: float = 0.1, window: int = 512,
                  stride: int = 256, mask_shafts: tuple = (1, 2), observed_weight: float = 0.1,
-                 seed: int = 0, geometry_start: bool = True):
+                 seed: int = 0, geometry_start: bool = True, mask_hidden_keys: bool = True):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
-        self.geometry_start = geometry_start
+        self.geometry_start, self.mask_hidden_keys = geometry_start, mask_hidden_keys
         self.epochs, self.batch_size, self.lr = epochs, batch_size, lr
         self.weight_decay, self.dropout, self.window, self.stride = weight_decay, dropout, window, stride
         self.mask_shafts, self.observed_weight, self.seed = mask_shafts, observed_weight, seed
@@ -629,4 +635,5 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     def _build(self):
         return LaBraMStyleTransformer(self.d_model, self.n_layers, self.n_heads, self.patch,
                                       self.dropout, max_patches=max(64, self.window // self.patch),
-                                      residual_start=self.geometry_start)
+                                      residual_start=self.geometry_start,
+                                      mask_hidden_keys=self.mask_hidden_keys)
