@@ -109,9 +109,13 @@ def test_generator_equivariance_and_unseen_montage(data, fitted):
     with torch.no_grad():
         torch.testing.assert_close(g(x[:, perm], mask[:, perm], tp), g(x, mask, t)[:, perm],
                                    rtol=1e-4, atol=1e-5)
-    # an unseen montage (another patient) is reconstructed in standardised units
+    # an unseen montage (another patient) is reconstructed in standardised units by a model
+    # without the per-pair signed unmixing, and refused by one with it
     X2, m2, _ = make_synthetic_seeg(brain_seed=0, patient_seed=9, duration_s=4, n_shafts=3)
-    assert np.all(np.isfinite(fitted.predict(X2, m2, [1])))
+    with pytest.raises(ValueError, match="signed_unmixing"):
+        fitted.predict(X2, m2, [1])
+    plain = EpiTwin(**dict(TINY, epochs=1, adversarial=False, signed_unmixing=False))
+    assert np.all(np.isfinite(plain.fit(X, montage).predict(X2, m2, [1])))
 
 
 def test_labram_style_fits(data):

@@ -19,15 +19,19 @@ def _ok(outcome):
 
 def test_registration(experiment):
     names = [p.name for p in experiment.parts]
-    assert names == ["W", "X", "B", "scaling", "W_switch", "W_route", "W_seeds", "X_seeds"]
+    assert names == ["W", "X", "B", "scaling", "W_switch", "W_route", "W_seeds", "X_seeds", "dev",
+                     "dev_steps"]
     assert [p.name for p in experiment.select()] == ["W", "B", "scaling"]  # X opt-in (#36)
     assert experiment.part("W_switch").full.world == "switching"
     route = experiment.part("W_route").full
-    assert route.world == "routing" and route.methods == ("epitwin", "linear")
+    assert route.world == "routing" and {"epitwin", "epitwin_mse", "labram", "linear",
+                                         "epitwin_state"} <= set(route.methods)
     w = experiment.part("W").full
-    assert (route.train_stride, route.epochs, route.duration_s) == (w.train_stride, w.epochs,
-                                                                    w.duration_s)
-    assert experiment.part("W").full.epochs < experiment.part("W_seeds").full.epochs == 20
+    assert (route.train_stride, route.duration_s, route.lr) == (w.train_stride, w.duration_s, w.lr)
+    assert list(experiment.part("W_route").seeds) == [0, 1, 2] and route.cache_dir
+    assert experiment.part("W_seeds").full.epochs == w.epochs and not w.cache_dir
+    dev = experiment.part("dev").full
+    assert dev.brain_seed != w.brain_seed  # the dev patient is never a reported one
     # #36: the default W takes >= 1,000 optimiser steps (1-s stride, 70 % of 600 s, batch 8)
     w = experiment.part("W").full
     n_windows = (int(0.7 * w.duration_s * 256) - w.window) // w.train_stride + 1
@@ -38,9 +42,13 @@ def test_part_w_quick(experiment):
     outcome = run_part(experiment, "W", quick=True)
     _ok(outcome)
     claims = outcome.claims_by_name()
-    assert len(claims) == 5
+    assert len(claims) == 6 and "W: RMSE(EpiTwin) / RMSE(ridge with lags)" in claims
     for c in claims.values():  # two training epochs: verdicts are not meaningful, numbers are
         assert math.isfinite(float(c.measured)), c.name
+    # one training seed: the refinement claims' interval over seeds cannot be formed
+    assert claims["W: adversarial refinement: relative reduction of LSD vs MSE-only"].incomplete
+    paired = outcome.result.tables["W: paired RMSE ratios (seeds x test windows)"]
+    assert ("step0", "idw") in set(zip(paired["A"], paired["B"]))  # the negative control
     table = next(iter(outcome.result.tables.values()))
     assert {"epitwin", "epitwin_mse", "labram", "idw", "ridge", "zero"} <= set(table["method"])
     assert set(outcome.result.figures) == {"masked shaft vs truth", "power spectra of masked contacts",
@@ -90,13 +98,30 @@ def test_part_w_route_quick(experiment):
     outcome = run_part(experiment, "W_route", quick=True)
     _ok(outcome)
     claims = outcome.claims_by_name()
-    assert set(claims) == {"W_route: positive control: RMSE(ridge per true state) / RMSE(ridge)",
-                           "W_route: RMSE(EpiTwin) / RMSE(IDW)"}
+    assert {"W_route: positive control: RMSE(ridge per true state) / RMSE(ridge)",
+            "W_route: RMSE(EpiTwin) / RMSE(IDW)", "W_route: RMSE(EpiTwin) / RMSE(LaBraM-style)",
+            "W_route: RMSE(EpiTwin) / RMSE(ridge with lags)",
+            "W_route: positive control: RMSE(EpiTwin given the true state) / RMSE(ridge per true "
+            "state)"} <= set(claims)
     for c in claims.values():
         assert math.isfinite(float(c.measured)), c.name
     tables = outcome.result.tables
     metrics = tables["W_route: leave-one-shaft-out metrics (z-units)"]
-    assert {"epitwin", "idw", "ridge", "ridge_oracle", "ridge_inferred"} <= set(metrics["method"])
-    paired = tables["W_route: paired comparisons (ratio, window bootstrap, sign test over shafts)"]
+    assert {"epitwin", "epitwin_mse", "labram", "idw", "ridge", "ridge_oracle", "ridge_inferred",
+            "epitwin_state", "epitwin_convex_state", "step0"} <= set(metrics["method"])
+    paired = tables["W_route: paired RMSE ratios (seeds x test windows)"]
     assert ("epitwin", "ridge_oracle") in set(zip(paired["A"], paired["B"]))
-    assert (paired["shafts A better"] + paired["shafts A worse"] <= 4).all()
+    assert ((paired["seed-shafts A better"] + paired["A worse"]) <= 4).all()
+    assert any("diagnosis check" in n for n in outcome.result.notes)
+
+
+def test_dev_parts_quick_apply_the_rules(experiment):
+    outcome = run_part(experiment, "dev", quick=True)
+    _ok(outcome)
+    rows = outcome.result.tables["dev: best validation RMSE by model and lr"]
+    assert set(rows["method"]) == {"epitwin_mse", "labram"} and len(rows) == 6
+    assert sum("dev rule 1 picks" in n for n in outcome.result.notes) == 2
+    outcome = run_part(experiment, "dev_steps", quick=True)
+    _ok(outcome)
+    assert sum("dev rule 2" in n for n in outcome.result.notes) == 2
+    assert any("dev rule 3 picks" in n for n in outcome.result.notes)
