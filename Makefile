@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.icml26-installed
 DEMO_DIR ?= reports/demo
 JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: demo test install generated clean
+.PHONY: demo test install generated docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,5 +41,11 @@ generated: $(STAMP)
 	$(PY) -m icml26.core.catalog
 	$(PY) -m icml26.core.ledger readme
 
+# The API reference, from the numpydoc docstrings (Sphinx autosummary; offline).
+docs: $(STAMP)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[docs]'
+	$(PY) -m sphinx -b html -q docs/api docs/api/_build/html
+	@echo "API reference: $(abspath docs/api/_build/html/index.html)"
+
 clean:
-	rm -rf $(VENV) reports .pytest_cache
+	rm -rf $(VENV) reports .pytest_cache docs/api/_build docs/api/generated docs/api/methods

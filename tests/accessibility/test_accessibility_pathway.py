@@ -210,7 +210,7 @@ def test_test_split_evaluation_matches_a_direct_computation(batch):
         path.B.normal_()
         path.bias.normal_()
     arm = P._Arm(cache.split("test"), cache.meta["hidden_layer"], path.source_mean, None)
-    out = P._evaluate(cache, path, arm, compare=True, batch=batch)
+    out = P._evaluate(P._Readout(cache, "cpu"), path, arm, compare=True, batch=batch)
     with torch.no_grad():
         q = torch.from_numpy(np.asarray(cache.test.base_logits, dtype=np.float64))
         W = cache.unembedding.double()

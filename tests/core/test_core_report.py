@@ -99,7 +99,7 @@ def test_incomplete_is_its_own_verdict_everywhere(report):
     assert verdicts == ["PASS", "FAIL", "INCOMPLETE", "FAIL"]
     md = (report / "README.md").read_text()
     assert "| unfinished | mean over 3 seeds | 0.7 | ≥ 0.5 | INCOMPLETE |" in md
-    assert "quick-scale checks: 1/3 passed, 1 failed, 1 incomplete" in md
+    assert "claims meaningful at any scale: 1/3 passed, 1 failed, 1 incomplete" in md
     html = (report / "index.html").read_text()
     assert '<tr class="incomplete"><td>unfinished</td>' in html
 

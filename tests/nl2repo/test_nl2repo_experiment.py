@@ -22,6 +22,8 @@ def test_quick_part_claims_pass(part, expected, request):
         matching = [c for name, c in claims.items() if name.startswith(prefix)]
         assert matching, f"claim {prefix!r} missing; have {list(claims)}"
         assert all(c.passed for c in matching), [(c.name, c.measured, c.bar) for c in matching]
+    assert all(name.endswith(" [harness check]") and "not a claim of the paper" in c.note
+               for name, c in claims.items())      # none of them is a claim of the paper
     assert outcome.result.tables
 
 
@@ -56,11 +58,11 @@ def test_partial_075_fully_passed_bar_is_the_analytic_value():
              "expected": s, "label": "partial", "install_ok": True, "n_passed": 1, "n_total": 2,
              "total_s": 1.0, "category": "c", "isolation": "unshare"} for t, s in scores.items()]
     claims = {c.name: c for c in e1_summarize([_job(r) for r in recs], E1Config()).claims}
-    analytic = claims["E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K]"]
+    analytic = claims["E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K] [harness check]"]
     assert analytic.passed and analytic.bar == "= 0.5" and "kvlog, unitconv" in analytic.note
     assert not any("spec bar" in name for name in claims)
     spec = {c.name: c for c in e1_summarize([_job(r) for r in recs], E1Config(spec_partial_bar=True)).claims}
-    assert not spec["E1 fully-passed rate of partial(0.75) (spec bar = 0)"].passed   # the old, contradictory bar
+    assert not spec["E1 fully-passed rate of partial(0.75) (spec bar = 0) [harness check]"].passed   # old bar
     recs[0]["score"] = 0.9                              # a harness that missed one module would fail
     claims = {c.name: c for c in e1_summarize([_job(r) for r in recs], E1Config()).claims}
-    assert not claims["E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K]"].passed
+    assert not claims["E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K] [harness check]"].passed

@@ -205,14 +205,6 @@ def test_empty_workspace_is_no_output_without_install(isolated, tmp_path):
     assert set(report.outcomes.values()) == {"missing"}
 
 
-def test_step_tools_cannot_escape_workspace(tmp_path):
-    from icml26.nl2repo.harness import _safe_path
-
-    assert _safe_path(tmp_path, "pkg/a.py") == (tmp_path / "pkg" / "a.py").resolve()
-    with pytest.raises(ValueError, match="leaves the workspace"):
-        _safe_path(tmp_path, "../outside.py")
-
-
 def test_manifest_mismatch_lists_failing_ids(isolated, tmp_path):
     from icml26.nl2repo import ManifestMismatchError, check_manifest
     from icml26.nl2repo.data import make_scaling_task
@@ -290,3 +282,26 @@ def test_silent_nonzero_exit_warns(isolated):
     with pytest.warns(RuntimeWarning, match="exited with status 3 and left no output.*boom"):
         res = evaluate([task], AgentSpec(["sh", "-c", "echo boom >&2; exit 3"]), sandbox=isolated)
     assert res.records[0]["label"] == "no_output" and "status 3" in res.records[0]["agent_warning"]
+
+
+def test_hook_audit_reads_code_objects_not_module_files(tmp_path):
+    """A hook is trusted when its code was compiled from a trusted file that defines it there."""
+    import json as json_module
+
+    from icml26.nl2repo.harness import _foreign_hooks
+
+    real = json_module.dumps.__code__
+    root = os.path.dirname(os.path.realpath(real.co_filename))
+    ok = ("json", real.co_filename, real.co_firstlineno, "dumps")
+    fake_line = ("json", real.co_filename, 1, "pytest_runtest_makereport")   # a real file, not its code
+    compiled = compile("def pytest_runtest_makereport():\n    pass\n", "/usr/lib/python3/dist-packages/x.py", "exec")
+    fake_file = ("x", compiled.co_filename, 1, "pytest_runtest_makereport")
+    assert _foreign_hooks({ok}, [root]) == []
+    assert len(_foreign_hooks({fake_line, fake_file, ("y", "<string>", 1, "f")}, [root])) == 3
+
+
+def test_reference_solutions_use_no_suspect_construct():
+    from icml26.nl2repo.harness import _suspect_constructs
+
+    for task in builtin_tasks():
+        assert _suspect_constructs(task.reference_dir) == [], task.id

@@ -69,12 +69,28 @@ _FILL_TMPFS = ("import os\nblock = b'0' * (8 << 20)\nfor i in range(64):\n"
                "        fh.write(block)\nprint('filled')")
 
 
-def test_full_tmpfs_is_a_resource_kill(box, dirs):
-    """512 MiB into a 2 × 32 MiB tmpfs: refused (ENOSPC), labelled as a resource limit."""
+def test_full_tmpfs_refuses_writes(box, dirs):
+    """512 MiB into a 2 × 32 MiB tmpfs: refused (ENOSPC). The process then fails on its own;
+    its "No space left on device" text is not taken as a limit kill (labels never come from
+    text the process writes)."""
     ws, _, _ = dirs
     res = _py(box, _FILL_TMPFS, ws, limits=Limits(wall_s=30, tmpfs_mb=64))
     assert "filled" not in res.text() and "No space left on device" in res.text("stderr")
-    assert res.killed_by_limit
+    assert res.returncode != 0 and not res.killed_by_limit
+
+
+@pytest.mark.parametrize("code", [
+    "import sys\nsys.stderr.write('Traceback\\nMemoryError\\n')\nsys.exit(1)",
+    "import ctypes\nctypes.string_at(0)",
+    "import sys\nsys.stderr.write('BlockingIOError: [Errno 11] Resource temporarily unavailable\\n')\n"
+    "import os\nos._exit(137)",
+    "raise MemoryError"])
+def test_self_inflicted_deaths_are_not_limit_kills(box, dirs, code):
+    """A fake MemoryError, a segfault, an exit status that reads like SIGKILL: the process
+    failed, but no kernel counter shows a limit, so it is not labelled a limit kill."""
+    ws, _, _ = dirs
+    res = _py(box, code, ws, limits=Limits(wall_s=30))
+    assert res.returncode != 0 and not res.killed_by_limit, (res.returncode, res.peak_memory_mb)
 
 
 def test_tmpfs_pages_count_against_the_memory_limit(box, dirs):
@@ -117,12 +133,51 @@ def test_cannot_write_outside_workspace(box, dirs):
 
 
 def test_memory_limit(box, dirs):
+    """Touching 2.5 GiB under a 512 MiB limit fails, and the peak memory the kernel counted
+    (at least 90 % of the limit) labels it a limit kill."""
+    ws, _, _ = dirs
+    res = _py(box, "blocks = []\nfor _ in range(160):\n    blocks.append(b'x' * (16 << 20))\nprint('alloc')",
+              ws, limits=Limits(wall_s=30, memory_mb=512))
+    assert res.returncode != 0 and "alloc" not in res.text()
+    assert res.killed_by_limit and res.peak_memory_mb >= 0.9 * 512
+
+
+def test_untouched_reservations_are_no_memory_kill(box, dirs):
+    """mmap reservations fail at RLIMIT_AS without using memory: a failure, not a limit kill
+    the kernel can vouch for."""
     ws, _, _ = dirs
     res = _py(box, "import mmap\nblocks = [mmap.mmap(-1, 64 << 20) for _ in range(40)]\nprint('alloc')",
               ws, limits=Limits(wall_s=30, memory_mb=512))
-    assert res.returncode != 0 and "alloc" not in res.text()
-    assert res.killed_by_limit
+    assert res.returncode != 0 and "alloc" not in res.text() and not res.killed_by_limit
 
+
+
+@pytest.mark.parametrize("backend", ["unshare"])
+def test_a_large_harness_does_not_make_a_small_run_a_memory_kill(backend, dirs):
+    """The kernel keeps a process's peak RSS across ``execve``, so the reaped rusage of every
+    child of a 700 MB harness starts at 700 MB: that inherited peak is not the child's memory."""
+    import subprocess
+
+    ws, _, _ = dirs
+    code = f"""
+import sys
+from icml26.nl2repo import Limits, make_sandbox
+ballast = bytearray(700 << 20)
+for i in range(0, len(ballast), 4096):
+    ballast[i] = 1
+box = make_sandbox({backend!r})
+res = box.run([sys.executable, '-I', '-c', 'import sys; sys.exit(1)'], cwd={str(ws)!r},
+              env={{'PATH': '/usr/bin:/bin', 'HOME': {str(ws)!r}}}, limits=Limits(wall_s=30, memory_mb=512),
+              rw_paths=[{str(ws)!r}])
+print(res.returncode, res.killed_by_limit)
+"""
+    try:
+        make_sandbox(backend)
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "False"]
 
 def test_process_limit(box, dirs):
     if not process_limit_enforced():

@@ -14,36 +14,83 @@ def experiment():
     return EXPERIMENT      # importing icml26.pem.experiment registered it
 
 
-def test_e1_quick(experiment):
-    claims = run_part(experiment, "E1", quick=True).claims_by_name()
-    assert len(claims) == 12
-    assert claims["every run used exactly B oracle calls (fraction of runs)"].passed
-    assert claims["E1 RB-PEM win rate vs Resample(5)"].passed
-    assert claims["E1 RB-PEM win rate vs UH-CMA-ES(30)"].passed
+def _by_id(outcome):
+    outcome.claims_by_name()                            # raises on a failed job or summarize
+    return {c.id: c for c in outcome.result.claims}
 
 
-def test_e1b_quick(experiment):
-    claims = run_part(experiment, "E1b", quick=True).claims_by_name()
-    assert "E1b RB-PEM win rate vs sep-CMA-ES (n = 40)" in claims
-    assert claims["every run used exactly B oracle calls (fraction of runs)"].passed
+def test_e1_quick_builds_every_table_claim_with_its_controls(experiment):
+    claims = _by_id(run_part(experiment, "E1", quick=True))
+    specs = experiment.part("E1").claim_specs
+    assert set(claims) == {s.id for s in specs}
+    assert claims["E1/budget_exact"].passed and claims["E1/budget_exact"].kind == "check"
+    win = claims["E1/rbpem_vs_resample5"]
+    assert win.interval is not None and win.control["key"] == "base_hard_vs_resample5"
+    assert win.competitor["key"] == "sepcma_vs_resample5"
+    assert all(c.verdict != "INCOMPLETE" for c in claims.values()), claims
 
 
-def test_e2_quick_all_mechanism_claims_pass(experiment):
-    claims = run_part(experiment, "E2", quick=True).claims_by_name()
+def test_e1_win_fraction_interval_is_the_exact_binomial_interval():
+    from scipy.stats import binomtest
+
+    from icml26.pem.experiment import WIN_INTERVAL_LEVEL, win_measurement
+
+    m = win_measurement(55, 20, ties=2)
+    ci = binomtest(55, 75).proportion_ci(WIN_INTERVAL_LEVEL, method="exact")
+    assert m.value == pytest.approx(55 / 75) and m.interval == pytest.approx((ci.low, ci.high))
+    assert "ties 2" in m.note
+
+
+def test_e1_a_win_the_base_es_without_pem_also_has_is_not_earned(experiment):
+    from icml26.core.claims import evaluate
+    from icml26.pem.experiment import win_measurement
+
+    specs = [s for s in experiment.part("E1").claim_specs if s.id == "E1/rbpem_vs_resample5"]
+    strong = {"rbpem_vs_resample5": win_measurement(55, 20),
+              "sepcma_vs_resample5": win_measurement(50, 25)}
+    assert evaluate(specs, {**strong, "base_hard_vs_resample5": win_measurement(30, 45)}
+                    )[0].verdict == "PASS"
+    assert evaluate(specs, {**strong, "base_hard_vs_resample5": win_measurement(60, 15)}
+                    )[0].verdict == "NOT EARNED"
+
+
+def test_e1_not_worse_is_decided_on_the_interval(experiment):
+    from icml26.core.claims import evaluate
+    from icml26.pem.experiment import win_measurement
+
+    specs = [s for s in experiment.part("E1").claim_specs if s.id == "E1/rbpem_vs_sepcma"]
+    control = {"resample5_vs_sepcma": win_measurement(15, 60)}
+    verdict = lambda w, l: evaluate(specs, {"rbpem_vs_sepcma": win_measurement(w, l),  # noqa: E731
+                                            **control})[0].verdict
+    assert verdict(30, 45) == "INCONCLUSIVE"  # 0.40 [0.30, 0.50]: cannot tell
+    assert verdict(20, 55) == "FAIL"          # a clear loss can no longer pass
+    assert verdict(45, 30) == "PASS"
+
+
+def test_e1b_quick_measures_the_base_es_control(experiment):
+    claims = _by_id(run_part(experiment, "E1b", quick=True))
+    assert claims["E1b/rbpem_vs_sepcma"].control["key"] == "base_hard_vs_sepcma"
+    assert claims["E1b/budget_exact"].passed
+
+
+def test_e2_quick_mechanism_claims_pass_and_the_shrink_control_fails(experiment):
+    claims = _by_id(run_part(experiment, "E2", quick=True))
     assert len(claims) == 4 and all(c.passed for c in claims.values()), claims
+    assert claims["E2/mse_ratio"].control["meets_bar"] is False
+    assert claims["E2/mean_ratio"].kind == "check" and claims["E2/jensen"].kind == "check"
 
 
-def test_e3_quick_overhead_claims_pass(experiment):
-    claims = run_part(experiment, "E3", quick=True).claims_by_name()
-    assert len(claims) == 3 and all(c.passed for c in claims.values()), claims
+def test_e3_quick_overhead_checks_pass(experiment):
+    claims = _by_id(run_part(experiment, "E3", quick=True))
+    assert len(claims) == 3 and all(c.passed and c.kind == "check" for c in claims.values())
 
 
 def test_e4_quick(experiment):
     outcome = run_part(experiment, "E4", quick=True)
-    claims = outcome.claims_by_name()
-    assert claims["E4 every run used exactly B calls (fraction)"].passed
-    test = claims["E4 RB-PEM beats Resample(5): one-sided sign test p"]
-    assert test.bar == "< 0.05" and "of 1 seeds" in test.note
+    claims = _by_id(outcome)
+    assert claims["E4/budget_exact"].passed
+    test = claims["E4/rbpem_vs_resample5"]
+    assert test.control["key"] == "base_hard_vs_resample5" and test.interval is not None
     assert "E4 noise-free validation log-loss" in outcome.result.tables
     assert any("post-selection" in n for n in outcome.result.notes)
 

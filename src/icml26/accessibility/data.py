@@ -29,7 +29,7 @@ fed shuffled states cannot, beyond what the bias learns.
 Examples
 --------
 >>> ps = planted_states(seed=0)
->>> ps.states[ps.n_layers].shape, ps.plateau
+>>> tuple(ps.states[ps.n_layers].shape), ps.plateau
 ((4096, 64), [5, 6, 7, 8, 9])
 """
 

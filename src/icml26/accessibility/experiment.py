@@ -33,6 +33,7 @@ import pandas as pd
 import torch
 
 from icml26.core.cache import atomic_file
+from icml26.core.device import cpu_only, device_cache_key, job_device, uses_device
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, mean_std
 
@@ -61,7 +62,8 @@ def _key(model, source: str, fields: dict) -> str:
         from icml26.zoo.hashing import state_dict_sha256
 
         sd = state_dict_sha256(model)
-    payload = {"v": CACHE_VERSION, "model": sd, "corpus": corpus_info(source)["sha256"], **fields}
+    payload = {"v": CACHE_VERSION, "model": sd, "corpus": corpus_info(source)["sha256"], **fields,
+               **device_cache_key()}        # another device's numbers are kept apart
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
@@ -85,8 +87,14 @@ def _load_model(name: str):
     if name == "smollm2":
         from icml26.zoo import load_smollm2
 
-        return load_smollm2()
+        model, tokenizer = load_smollm2()
+        return model.to(job_device()), tokenizer
     raise ValueError(f"model must be 'smollm2', got {name!r}")
+
+
+def _on_cpu(state: dict) -> dict:
+    """A LayerStats state dict with its tensors on the CPU (a portable cache entry)."""
+    return {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in state.items()}
 
 
 def _plt():
@@ -126,18 +134,19 @@ def _profile_pass_cached(config: ProfileConfig, model, tokenizer):
     path = _cache_folder(config) / f"profile-{key}.pt"
     with _file_lock(path.with_suffix(".lock")):
         if path.is_file():
-            return torch.load(path, weights_only=False), True
+            return torch.load(path, weights_only=False, map_location="cpu"), True
         ids = corpus_token_blocks(tokenizer, config.source, config.split, config.seq_len, config.n_blocks)
         variants = [(tn, sk) for sk in config.skips for tn in ("none", "rms")]
         run = profile_pass(model, ids, variants=variants, budgets=config.budgets, lens=True,
                            lens_skip=config.skips[0], batch_size=config.batch_size)
-        payload = {"stats": {k: [s.state_dict() for s in v] for k, v in run.stats.items()},
+        payload = {"stats": {k: [_on_cpu(s.state_dict()) for s in v] for k, v in run.stats.items()},
                    "lens": run.lens, "align": run.align, "n_layers": run.n_layers, "d_model": run.d_model}
         with atomic_file(path) as tmp:
             torch.save(payload, tmp)
         return payload, False
 
 
+@uses_device
 def run_profile(config: ProfileConfig, seed: int) -> dict:
     """Forward the token blocks once (or read the cache) and tabulate every variant."""
     from .probe import model_parts, profile_table
@@ -358,23 +367,25 @@ def _shared_bias(config: PathwayConfig, seed: int, cache, folder: Path, rows):
 
     fields = {k: getattr(config, k) for k in ("weight_decay", "batch_size", "eval_every", "bias_lr", "bias_steps",
                                               "bias_patience", "train_blocks", "train_pool_blocks")}
-    tag = hashlib.sha256(json.dumps({"seed": seed, **fields}, sort_keys=True).encode()).hexdigest()[:12]
+    tag = hashlib.sha256(json.dumps({"seed": seed, **fields, **device_cache_key()},
+                                    sort_keys=True).encode()).hexdigest()[:12]
     target = folder / "bias" / f"bias-seed{seed}-{tag}.pt"
     with _file_lock(folder / "bias" / f"bias-seed{seed}-{tag}.lock"):
         if target.is_file():
-            stored = torch.load(target, weights_only=False)
+            stored = torch.load(target, weights_only=False, map_location="cpu")
             return stored["bias"], stored["result"]
         result = fit_shared_bias(cache, steps=config.bias_steps, lr=config.bias_lr,
                                  weight_decay=config.weight_decay, batch_size=config.batch_size,
                                  eval_every=config.eval_every, patience=config.bias_patience,
-                                 train_tokens=rows, seed=seed)
-        bias = result.pathway.bias.detach().clone()
+                                 train_tokens=rows, seed=seed, device=job_device())
+        bias = result.pathway.bias.detach().cpu().clone()
         out = result.to_dict()
         with atomic_file(target) as tmp:
             torch.save({"bias": bias, "result": out}, tmp)
         return bias, out
 
 
+@uses_device
 def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
     from .pathway import fit_pathway
 
@@ -384,8 +395,8 @@ def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
         return {"arm": arm, "skipped": True}
     started = time.perf_counter()
     cache, folder, built = pathway_cache(config)
-    tag = hashlib.sha256(json.dumps({"arm": arm, "seed": seed, **_train_fields(config)},
-                                    sort_keys=True).encode()).hexdigest()[:12]
+    tag = hashlib.sha256(json.dumps({"arm": arm, "seed": seed, **_train_fields(config),
+                                     **device_cache_key()}, sort_keys=True).encode()).hexdigest()[:12]
     done = folder / "arms" / f"{arm}-seed{seed}-{tag}.json"
     if done.is_file():  # resumable: a finished arm is not retrained
         out = json.loads(done.read_text())
@@ -403,7 +414,7 @@ def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
     result = fit_pathway(cache, layer, rank=config.rank, steps=config.steps, lr=config.lr,
                          weight_decay=config.weight_decay, batch_size=config.batch_size, control=control,
                          early_stop=not no_es, eval_every=config.eval_every, patience=config.patience,
-                         bias=bias, train_tokens=rows, seed=seed)
+                         bias=bias, train_tokens=rows, seed=seed, device=job_device())
     out = result.to_dict(token_ce=not no_es)
     if arm == "bias_only" and bias_result is not None:   # the shared bias's own training
         out.update({"bias_history": bias_result["history"], "bias_best_step": bias_result["best_step"],
@@ -603,6 +614,7 @@ def metric_seconds(config: ScalingConfig, seed: int = 0) -> dict:
     return out
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     seconds = metric_seconds(config, seed)
     return {"sizes": list(seconds), "seconds": list(seconds.values())}
@@ -679,9 +691,11 @@ def _train_char_lm(config: TinyConfig, seed: int, with_pathway: bool):
     tok = CharTokenizer()
     train = corpus_token_blocks(tok, "topics", "train", config.seq_len + 1)
     val = corpus_token_blocks(tok, "topics", "test", config.seq_len + 1)[:config.eval_blocks]
+    device = job_device()
+    train, val = train.to(device), val.to(device)
     model = tiny_llama(vocab=tok.vocab_size, hidden=config.hidden, layers=config.layers, heads=config.heads,
-                       seed=seed, intermediate=4 * config.hidden).train()
-    net = _PathwayLM(model, config.pathway_layer, config.rank, seed) if with_pathway else None
+                       seed=seed, intermediate=4 * config.hidden).train().to(device)
+    net = _PathwayLM(model, config.pathway_layer, config.rank, seed).to(device) if with_pathway else None
     params = list((net if net is not None else model).parameters())
     opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.01)
     g = torch.Generator().manual_seed(seed)
@@ -706,6 +720,7 @@ def _train_char_lm(config: TinyConfig, seed: int, with_pathway: bool):
     return model, tok, val_ce
 
 
+@uses_device
 def run_tiny(config: TinyConfig, seed: int, task: dict) -> dict:
     from icml26.zoo.corpus import corpus_token_blocks
 
@@ -727,7 +742,7 @@ def run_tiny(config: TinyConfig, seed: int, task: dict) -> dict:
     for name, layer, control in (("bias_only", None, "bias_only"), (f"m{config.pathway_layer}", config.pathway_layer, None),
                                  (f"m{L}", L, None), (f"shuffled{config.pathway_layer}", config.pathway_layer, "shuffled")):
         r = fit_pathway(cache, layer, rank=config.rank, steps=config.pathway_steps, lr=config.pathway_lr,
-                        batch_size=512, control=control, seed=seed)
+                        batch_size=512, control=control, seed=seed, device=job_device())
         arms[name] = r
     for r in arms.values():
         r.gain_vs(arms["bias_only"])

@@ -20,6 +20,7 @@ Examples
 >>> import torch
 >>> stats = LayerStats(4)
 >>> stats.update(torch.randn(2, 500, 4, generator=torch.Generator().manual_seed(0)))
+LayerStats(d_model=4, n_tokens=1000)
 >>> round(capacity_metrics(stats.cov())["entropy_norm"], 2)
 1.0
 """
@@ -33,6 +34,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from icml26.core.device import to_numpy
 from icml26.core.validation import check_finite_array, check_int
 
 __all__ = ["LayerStats", "spectrum", "capacity_metrics", "participation_ratio", "readout_basis_from_weights",
@@ -66,6 +68,8 @@ class LayerStats:
 
     Accumulates around a fixed shift (the first batch's mean) so the centred covariance of
     states with a large mean (massive activations) keeps its precision.
+The moments live on the device of the first batch (later batches are moved there), so
+states of a model on a GPU are accumulated on the GPU.
 
     Parameters
     ----------
@@ -80,7 +84,8 @@ class LayerStats:
     Examples
     --------
     >>> x = torch.randn(300, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    >>> s = LayerStats(3); s.update(x[:100]); s.update(x[100:])
+    >>> s = LayerStats(3).update(x[:100]).update(x[100:]); s.n_tokens
+    300
     >>> bool(torch.allclose(s.cov(), torch.cov(x.T, correction=0)))
     True
     """
@@ -108,7 +113,9 @@ class LayerStats:
             rows = rows[mask.reshape(-1)]
         if rows.shape[0] == 0:
             return self
-        rows = rows.to(torch.float64)
+        if self.n_tokens == 0 and self._sum.device != rows.device:   # accumulate where the data is
+            self._sum, self._outer = self._sum.to(rows.device), self._outer.to(rows.device)
+        rows = rows.to(device=self._sum.device, dtype=torch.float64)
         if not bool(torch.isfinite(rows).all()):
             raise FloatingPointError("hidden contains NaN or infinity (overflow in the forward pass? run "
                                      "the model in float32)")
@@ -126,13 +133,17 @@ class LayerStats:
             raise ValueError("other must be a LayerStats of the same d_model")
         if other.n_tokens == 0:
             return self
+        if self.n_tokens == 0 and self._sum.device != other._sum.device:
+            self._sum, self._outer = self._sum.to(other._sum.device), self._outer.to(other._sum.device)
+        device = self._sum.device
+        other_shift, other_sum = other._shift.to(device), other._sum.to(device)
         if self._shift is None:
-            self._shift = other._shift.clone()
-        delta = other._shift - self._shift  # re-express other's sums around self's shift
+            self._shift = other_shift.clone()
+        delta = other_shift - self._shift  # re-express other's sums around self's shift
         n = other.n_tokens
-        self._outer += (other._outer + torch.outer(other._sum, delta) + torch.outer(delta, other._sum)
-                        + n * torch.outer(delta, delta))
-        self._sum += other._sum + n * delta
+        self._outer += (other._outer.to(device) + torch.outer(other_sum, delta)
+                        + torch.outer(delta, other_sum) + n * torch.outer(delta, delta))
+        self._sum += other_sum + n * delta
         self.n_tokens += n
         return self
 
@@ -196,7 +207,7 @@ def spectrum(cov) -> np.ndarray:
     """Eigenvalues of a symmetric PSD matrix, descending, float64, tiny negatives clamped to 0."""
     cov = _check_cov(cov)
     lam = torch.linalg.eigvalsh(0.5 * (cov + cov.T)).flip(0).clamp_min(0.0)
-    return lam.numpy()
+    return to_numpy(lam)
 
 
 def participation_ratio(eigenvalues) -> float:
@@ -324,8 +335,8 @@ def accessibility_metrics(cov, Q, sv, ks: Sequence[int] = ACCESS_KS) -> dict:
     """
     cov = _check_cov(cov)
     d = cov.shape[0]
-    Q = torch.as_tensor(Q).to(torch.float64)
-    sv = torch.as_tensor(sv).to(torch.float64)
+    Q = torch.as_tensor(Q).to(device=cov.device, dtype=torch.float64)
+    sv = torch.as_tensor(sv).to(device=cov.device, dtype=torch.float64)
     if Q.shape != (d, d):
         raise ValueError(f"Q must be ({d}, {d}) to match cov, got {tuple(Q.shape)}")
     if sv.shape != (d,):

@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from icml26.core.cache import atomic_folder
+from icml26.core.device import resolve_device, to_numpy
 from icml26.core.validation import check_choice, check_int, check_scalar_in
 
 from .metrics import LayerStats, accessibility_metrics, readout_basis_from_weights, rms_normalize
@@ -103,7 +104,8 @@ class DiagnosticPathway(torch.nn.Module):
     def delta(self, source_states: torch.Tensor) -> torch.Tensor:
         """The bypass term ``B A (n(h^m) − μ)`` (zeros for the bias-only arm)."""
         if not self.bypass:
-            return torch.zeros(*source_states.shape[:-1], self.d_model, dtype=torch.float32)
+            return torch.zeros(*source_states.shape[:-1], self.d_model, dtype=torch.float32,
+                               device=source_states.device)
         return (self.source_features(source_states) @ self.A.T) @ self.B.T
 
     def forward(self, final_states: torch.Tensor, source_states: torch.Tensor, norm=None) -> torch.Tensor:
@@ -201,8 +203,9 @@ def _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=None, name
               "final_states": alloc("final_states", (n, d), np.float32),
               **{f"src{m}": alloc(f"src{m}", (n, d), np.float32) for m in layers}}
     at = 0
+    device = parts.lm_head.weight.device
     for start in range(0, ids.shape[0], batch_size):
-        rows = ids[start:start + batch_size]
+        rows = ids[start:start + batch_size].to(device)
         store = _forward_states(model, parts, rows)
         mask, labels = _label_mask(rows, None, skip)
         h_final = store[parts.n_layers][mask].float()
@@ -213,7 +216,7 @@ def _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=None, name
         for key, value in values.items():
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise FloatingPointError(f"pathway cache: non-finite values in {key} (split {name})")
-            arrays[key][at:at + k] = value.numpy()
+            arrays[key][at:at + k] = to_numpy(value)
         at += k
     for arr in arrays.values():
         if isinstance(arr, np.memmap):
@@ -263,8 +266,9 @@ def build_pathway_cache(model, train_ids, dev_ids, test_ids, layers: Sequence[in
         if ids.shape[1] <= skip + 1:
             raise ValueError(f"{name}_ids rows of {ids.shape[1]} tokens leave no position after skip={skip}")
         checked[name] = ids
-    unembedding = parts.lm_head.weight.detach().float().clone()
-    gamma = None if parts.gamma is None else parts.gamma.float().clone()
+    # the readout is kept on the CPU (a portable cache); fit_pathway moves it to its device
+    unembedding = parts.lm_head.weight.detach().float().cpu().clone()
+    gamma = None if parts.gamma is None else parts.gamma.detach().float().cpu().clone()
     eps = float(getattr(parts.norm, "variance_epsilon", getattr(parts.norm, "eps", 1e-5)))
     meta = {"skip": skip, "layers": layers, "norm": type(parts.norm).__name__}
     if path is None:
@@ -389,24 +393,38 @@ class _AdamW:
             p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
 
 
-class _Arm:
-    """Tensors of one arm on one split: base logits, labels, readout input, centred source features."""
+class _Readout:
+    """The readout of a cache on the training device: ``W_U`` (float32), the norm's ``γ`` and eps."""
 
-    def __init__(self, split: PathwaySplit, source, mean, perm):
+    def __init__(self, cache: PathwayCache, device):
+        self.W = cache.unembedding.float().to(device)
+        self.gamma = None if cache.gamma is None else cache.gamma.to(device)
+        self.norm_eps = cache.norm_eps
+
+
+class _Arm:
+    """Tensors of one arm on one split: base logits, labels, readout input, centred source features.
+
+    The cached arrays stay in (memory-mapped) numpy; labels and source features live on
+    ``device``, and each batch of base logits is read on the CPU and copied there."""
+
+    def __init__(self, split: PathwaySplit, source, mean, perm, device=torch.device("cpu")):
         self.split = split
-        self.labels = torch.from_numpy(np.asarray(split.labels))
+        self.device = torch.device(device)
+        self.labels = torch.from_numpy(np.asarray(split.labels)).to(self.device)
         self.x = None
         if source is not None:
-            x = torch.from_numpy(np.asarray(split.sources[source], dtype=np.float32)) - mean
+            x = torch.from_numpy(np.asarray(split.sources[source], dtype=np.float32)).to(self.device) - mean
             self.x = x[perm] if perm is not None else x
         self._buffer = None
         self._scratch = None
+        self._device_buffer = None
 
     def scratch(self, n: int) -> torch.Tensor:
         """A second ``(n, V)`` buffer the arm reuses (the compare evaluation's path logits)."""
         V = self.split.base_logits.shape[1]
         if self._scratch is None or self._scratch.shape[0] < n:
-            self._scratch = torch.empty((n, V), dtype=torch.float32)
+            self._scratch = torch.empty((n, V), dtype=torch.float32, device=self.device)
         return self._scratch[:n]
 
     def base(self, idx) -> torch.Tensor:
@@ -425,7 +443,16 @@ class _Arm:
             np.take(logits, idx, axis=0, out=out.numpy(), mode="clip")   # idx is in range: no copy-back
         else:
             out.copy_(torch.from_numpy(np.asarray(logits[idx], dtype=np.float32)))
-        return out
+        if self.device.type == "cpu":
+            return out
+        if self._device_buffer is None or self._device_buffer.shape[0] < n:
+            self._device_buffer = torch.empty((n, V), dtype=torch.float32, device=self.device)
+        return self._device_buffer[:n].copy_(out)
+
+    def final_states(self, idx) -> torch.Tensor:
+        """The pre-norm final states of rows ``idx`` (for the pre-norm variant), on the device."""
+        rows = np.asarray(self.split.final_states[np.asarray(idx, dtype=np.int64)], dtype=np.float32)
+        return torch.from_numpy(rows).to(self.device)
 
 
 def _softmax_(z: torch.Tensor) -> torch.Tensor:
@@ -458,7 +485,7 @@ def _post_norm_step(W, path: DiagnosticPathway, base, labels, x):
     lse = _softmax_(z)
     loss = float((lse - target).mean())
     G = z                                   # softmax; the gradient is (softmax − onehot) / n,
-    G[torch.arange(n), labels] -= 1.0       # the 1/n applied to the small products below
+    G[torch.arange(n, device=G.device), labels] -= 1.0   # the 1/n applied to the small products below
     if path.bias.requires_grad:
         path.bias.grad = (W.T @ G.sum(dim=0)) / n
     if u is not None:
@@ -468,17 +495,17 @@ def _post_norm_step(W, path: DiagnosticPathway, base, labels, x):
     return loss
 
 
-def _pre_norm_logits(cache: PathwayCache, path: DiagnosticPathway, final_states, x):
+def _pre_norm_logits(readout: _Readout, path: DiagnosticPathway, final_states, x):
     h = final_states + ((x @ path.A.T) @ path.B.T if (path.bypass and x is not None) else 0.0)
-    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + cache.norm_eps)
-    if cache.gamma is not None:
-        normed = normed * cache.gamma
-    return (normed + path.bias) @ cache.unembedding.T
+    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + readout.norm_eps)
+    if readout.gamma is not None:
+        normed = normed * readout.gamma
+    return (normed + path.bias) @ readout.W.T
 
 
 @torch.no_grad()
-def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool = False):
-    W = cache.unembedding
+def _evaluate(readout: _Readout, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool = False):
+    W = readout.W
     n_total = arm.labels.shape[0]
     idx = torch.arange(n_total) if idx is None else idx
     ce_path = ce_base = kl = flips = 0.0
@@ -499,8 +526,7 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
             if u is not None:
                 z.addmm_(u, WB.T)
         else:
-            fs = torch.from_numpy(np.asarray(arm.split.final_states[rows.numpy()], dtype=np.float32))
-            z = _pre_norm_logits(cache, path, fs, x)
+            z = _pre_norm_logits(readout, path, arm.final_states(rows.numpy()), x)
         zy = z.gather(1, y[:, None]).squeeze(1)
         if not compare:   # CE only (the dev checks during training): no (n, V) temporaries
             ce_path += float((_softmax_(z) - zy).sum())
@@ -520,7 +546,7 @@ def _evaluate(cache, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool
     n = idx.numel()
     if compare:
         return {"ce": ce_path / n, "base_ce": ce_base / n, "kl": kl / n, "flip_rate": flips / n,
-                "token_ce": torch.cat(per_token).numpy()}
+                "token_ce": to_numpy(torch.cat(per_token))}
     return {"ce": ce_path / n}
 
 
@@ -529,7 +555,7 @@ def _readout_enrichment(cache, path, arm: _Arm, k: int = 8) -> tuple[float, floa
     Q, sv = cache.readout_basis()
     d = cache.d_model
     base_stats, path_stats = LayerStats(d), LayerStats(d)
-    fn = torch.from_numpy(np.asarray(arm.split.final_normed, dtype=np.float32))
+    fn = torch.from_numpy(np.asarray(arm.split.final_normed, dtype=np.float32)).to(arm.device)
     base_stats.update(fn)
     new = fn + path.bias
     if path.bypass and arm.x is not None:
@@ -544,7 +570,8 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
                 lr: float = 5e-4, weight_decay: float = 0.1, batch_size: int = 1024, control: str | None = None,
                 center: bool = True, learn_bias: bool = True, early_stop: bool = True, eval_every: int = 10,
                 patience: int | None = 3, injection: str = "post_norm", train_eval_tokens: int = 4096,
-                bias: torch.Tensor | None = None, train_tokens=None, seed: int = 0) -> PathwayResult:
+                bias: torch.Tensor | None = None, train_tokens=None, seed: int = 0,
+                device="cpu") -> PathwayResult:
     """Train one pathway arm with the base frozen and measure its behavioural change on test.
 
     Parameters
@@ -577,11 +604,15 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         Rows of the train split to use (the seed's resample of the training tokens): batches,
         the centring mean and the train CE are taken over these rows only. Default: all.
     seed : int
-        Seeds ``A``'s initialisation, the batch order and the shuffled control's permutation.
+        Seeds ``A``'s initialisation, the batch order and the shuffled control's permutation
+        (all drawn on the CPU: the same on every device).
+    device : str or torch.device
+        Where the pathway trains and is evaluated (``"cpu"``, ``"cuda"``, ``"cuda:N"``,
+        ``"auto"``); the cache stays in (memory-mapped) numpy and batches are copied there.
 
     Returns
     -------
-    PathwayResult (its ``pathway`` holds the trained module)
+    PathwayResult (its ``pathway`` holds the trained module, on ``device``)
 
     Examples
     --------
@@ -610,6 +641,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         source_layer = None
     if injection == "pre_norm" and cache.meta.get("norm", "RMSNorm").lower().find("rms") < 0:
         raise ValueError(f"injection='pre_norm' needs an RMSNorm final norm, the cache has {cache.meta.get('norm')}")
+    device = resolve_device(device)
     d = cache.d_model
     if bias is not None:
         bias = torch.as_tensor(bias, dtype=torch.float32).detach()
@@ -625,6 +657,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         with torch.no_grad():
             path.bias.copy_(bias)
         path.bias.requires_grad_(False)
+    path.to(device)
     if frozen_bias_only:
         steps = 0
     gen = torch.Generator().manual_seed(seed + 1)
@@ -638,14 +671,15 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         perm = None
         if control == "shuffled":
             perm = torch.randperm(split.n_tokens, generator=torch.Generator().manual_seed(seed + 1000 + len(arms)))
-        arms[name] = _Arm(split, source_layer, path.source_mean, perm)
+        arms[name] = _Arm(split, source_layer, path.source_mean, perm, device)
     params = [p for p in path.parameters() if p.requires_grad]
     opt = _AdamW(params, lr=lr, weight_decay=weight_decay)
-    W = cache.unembedding.float()
+    readout = _Readout(cache, device)
+    W = readout.W
     pool = torch.arange(cache.train.n_tokens) if rows is None else rows
     n_train = int(pool.numel())
     batch_size = min(batch_size, n_train)
-    dev_base = _evaluate(cache, path, arms["dev"])["ce"]
+    dev_base = _evaluate(readout, path, arms["dev"])["ce"]
     best = (dev_base, 0, {k: v.detach().clone() for k, v in path.state_dict().items()})
     history = [{"step": 0, "dev_ce": dev_base, "train_loss": float("nan")}]
     order, cursor, bad, recent, step = torch.randperm(n_train, generator=gen), 0, 0, [], 0
@@ -659,8 +693,8 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         if injection == "post_norm":
             loss = _post_norm_step(W, path, arm.base(idx.numpy()), arm.labels[idx], x)
         else:
-            fs = torch.from_numpy(np.asarray(arm.split.final_states[idx.numpy()], dtype=np.float32))
-            out = torch.nn.functional.cross_entropy(_pre_norm_logits(cache, path, fs, x), arm.labels[idx])
+            out = torch.nn.functional.cross_entropy(
+                _pre_norm_logits(readout, path, arm.final_states(idx.numpy()), x), arm.labels[idx])
             opt.zero_grad()
             out.backward()
             loss = float(out.detach())
@@ -669,7 +703,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         opt.step()
         recent.append(loss)
         if step % eval_every == 0 or step == steps:
-            dev_ce = _evaluate(cache, path, arms["dev"])["ce"]
+            dev_ce = _evaluate(readout, path, arms["dev"])["ce"]
             history.append({"step": step, "dev_ce": dev_ce, "train_loss": float(np.mean(recent))})
             recent = []
             if dev_ce < best[0]:
@@ -684,10 +718,10 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
         best_step = best[1]
     else:
         best_step = steps_run
-    dev_ce = _evaluate(cache, path, arms["dev"])["ce"]
-    test = _evaluate(cache, path, arms["test"], compare=True)
+    dev_ce = _evaluate(readout, path, arms["dev"])["ce"]
+    test = _evaluate(readout, path, arms["test"], compare=True)
     train_idx = pool[:min(train_eval_tokens, n_train)]
-    train = _evaluate(cache, path, arms["train"], idx=train_idx, compare=True)
+    train = _evaluate(readout, path, arms["train"], idx=train_idx, compare=True)
     enr_base, enr_path = _readout_enrichment(cache, path, arms["test"])
     return PathwayResult(source_layer=source_layer, control=control, rank=path.rank, base_ce=test["base_ce"],
                          path_ce=test["ce"], delta_ce=test["base_ce"] - test["ce"], dev_base_ce=dev_base,
@@ -713,14 +747,15 @@ def _train_rows(train_tokens, n_tokens: int):
 
 def fit_shared_bias(cache: PathwayCache, *, steps: int = 600, lr: float = 5e-3, weight_decay: float = 0.1,
                     batch_size: int = 1024, eval_every: int = 10, patience: int = 5, train_tokens=None,
-                    seed: int = 0) -> PathwayResult:
+                    seed: int = 0, device="cpu") -> PathwayResult:
     """Train the bias-only arm to its dev-CE plateau: the bias every arm then shares, frozen.
 
     ``z = W_U[N_γ(h^L) + b]`` with only ``b`` trained (AdamW, early stopping on dev CE with
     ``patience`` evaluations); the returned ``result.pathway.bias`` is the ``b`` to pass to
     :func:`fit_pathway` as ``bias=``. A Resolution (not from the paper; issue #38): the spec asks
     that every arm gets the same learned bias, and a bias trained inside each arm with the
-    arm's own early stopping makes ``G`` measure how far each bias got.
+    arm's own early stopping makes ``G`` measure how far each bias got. ``device`` as in
+    :func:`fit_pathway`.
 
     Examples
     --------
@@ -733,7 +768,7 @@ def fit_shared_bias(cache: PathwayCache, *, steps: int = 600, lr: float = 5e-3, 
     """
     return fit_pathway(cache, None, control="bias_only", steps=steps, lr=lr, weight_decay=weight_decay,
                        batch_size=batch_size, eval_every=eval_every, patience=patience,
-                       train_tokens=train_tokens, seed=seed)
+                       train_tokens=train_tokens, seed=seed, device=device)
 
 
 def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> dict:

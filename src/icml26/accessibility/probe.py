@@ -171,7 +171,8 @@ def _capture(parts: ModelParts, store: dict):
             h.remove()
 
 
-def _check_ids(input_ids, attention_mask=None):
+def _check_ids(input_ids, attention_mask=None, parts: ModelParts | None = None):
+    """Checked ids and mask (long), moved to the model's device when ``parts`` is given."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dtype != torch.long or input_ids.ndim != 2:
         raise ValueError("input_ids must be a 2-D LongTensor of shape (batch, tokens)")
     if input_ids.shape[0] < 1 or input_ids.shape[1] < 1:
@@ -181,7 +182,11 @@ def _check_ids(input_ids, attention_mask=None):
         if attention_mask.shape != input_ids.shape:
             raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, "
                              f"got {tuple(attention_mask.shape)}")
-        attention_mask = attention_mask.to(torch.long)
+        attention_mask = attention_mask.to(device=input_ids.device, dtype=torch.long)
+    if parts is not None:
+        device = parts.lm_head.weight.device
+        input_ids = input_ids.to(device)
+        attention_mask = None if attention_mask is None else attention_mask.to(device)
     return input_ids, attention_mask
 
 
@@ -233,7 +238,7 @@ def residual_states(model, input_ids, layers: Sequence[int] | None = None, atten
         When a requested state holds NaN or infinity.
     """
     parts = model_parts(model)
-    input_ids, attention_mask = _check_ids(input_ids, attention_mask)
+    input_ids, attention_mask = _check_ids(input_ids, attention_mask, parts)
     wanted = _check_layers(layers, parts.n_layers)
     store = _forward_states(model, parts, input_ids, attention_mask)
     out = {}
@@ -246,7 +251,7 @@ def residual_states(model, input_ids, layers: Sequence[int] | None = None, atten
 
 
 def _token_mask(input_ids, attention_mask, skip: int) -> torch.Tensor:
-    mask = torch.ones(input_ids.shape, dtype=torch.bool)
+    mask = torch.ones(input_ids.shape, dtype=torch.bool, device=input_ids.device)
     mask[:, :skip] = False
     if attention_mask is not None:
         mask &= attention_mask.bool()
@@ -321,11 +326,12 @@ def logit_lens(model, states: dict, labels, mask=None) -> dict:
     parts = model_parts(model)
     if parts.n_layers not in states:
         raise ValueError(f"states must include the final layer L={parts.n_layers} (the KL reference)")
-    labels = torch.as_tensor(labels)
     some = next(iter(states.values()))
+    labels = torch.as_tensor(labels).to(some.device)
     if labels.shape != some.shape[:-1]:
         raise ValueError(f"labels must have shape {tuple(some.shape[:-1])}, got {tuple(labels.shape)}")
-    mask = torch.ones(labels.shape, dtype=torch.bool) if mask is None else torch.as_tensor(mask, dtype=torch.bool)
+    mask = (torch.ones(labels.shape, dtype=torch.bool, device=some.device) if mask is None
+            else torch.as_tensor(mask, dtype=torch.bool).to(some.device))
     acc = _Lens.zeros(parts.n_layers + 1)
     with torch.no_grad():
         _lens_update(acc, parts, states, labels, mask, sorted(states))
@@ -386,7 +392,7 @@ def profile_pass(model, input_ids, attention_mask=None, *, variants=(("none", 4)
     ProfilePass
     """
     parts = model_parts(model)
-    input_ids, attention_mask = _check_ids(input_ids, attention_mask)
+    input_ids, attention_mask = _check_ids(input_ids, attention_mask, parts)
     check_int(batch_size, "batch_size", min_value=1)
     check_int(lens_skip, "lens_skip", min_value=0)
     variants = [(check_choice(tn, "token_norm", TOKEN_NORMS), check_int(sk, "skip", min_value=0))

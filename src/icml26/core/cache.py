@@ -2,7 +2,7 @@
 
 ``$ICML26_CACHE`` when set, else ``platformdirs.user_cache_dir("icml26")`` (e.g. ``~/.cache/icml26``).
 Methods keep their entries in a sub-folder named after themselves (``cache_root("rai")``) and write
-them atomically (build in a temporary sibling folder, then ``os.replace``).
+them atomically (:func:`icml26.core.io.atomic_file`, :func:`atomic_folder`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from .io import atomic_file  # noqa: F401 - re-exported: methods write cache entries with it
 
 CACHE_ENV = "ICML26_CACHE"
 
@@ -131,27 +133,3 @@ def atomic_folder(path):
         raise
 
 
-@contextlib.contextmanager
-def atomic_file(path):
-    """Write a file atomically: yield a temporary sibling path, then rename it onto ``path``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "x.json"
-    >>> with atomic_file(target) as tmp:
-    ...     _ = tmp.write_text("{}")
-    >>> target.read_text()
-    '{}'
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise

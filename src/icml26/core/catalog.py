@@ -115,6 +115,7 @@ def _ledger_status(slug: str, root: Path) -> dict:
     """The ledger's hash and whether it still matches the code (:func:`icml26.core.ledger.check`)."""
     from . import ledger
 
+    root = _ledger_root_for(root)
     digest = ledger.ledger_hash(slug, root)
     if digest is None:
         return {"hash": None, "current": None, "reasons": []}
@@ -139,10 +140,15 @@ def _import_entry(slug: str, package: str = "icml26", root: Path | None = None) 
     return entry
 
 
+def _ledger_root_for(root: Path | None) -> Path | None:
+    """The ledger root that goes with a package root: the default one for this package."""
+    return None if root is None or Path(root).resolve() == package_root() else Path(root)
+
+
 def _ledger_digest(slug: str, root: Path) -> str | None:
     from .ledger import ledger_hash
 
-    return ledger_hash(slug, root)
+    return ledger_hash(slug, _ledger_root_for(root))
 
 
 def _matches(entry: dict | None, digest: str, ledger_digest: str | None) -> bool:
@@ -186,9 +192,15 @@ def stale_folders(root: Path | None = None, path: Path | None = None) -> list[st
     """Method folders whose catalogue entry is missing or whose files changed since."""
     root = package_root() if root is None else Path(root)
     shipped = load_shipped(path)
-    stale = [s for s in method_folders(root)
+    legacy = _legacy_folders(root)
+    stale = [s for s in legacy
              if not _matches(shipped.get(s), folder_hash(root / s), _ledger_digest(s, root))]
-    return stale + sorted(set(shipped) - set(method_folders(root)))
+    return stale + sorted(set(shipped) - set(legacy))
+
+
+def _legacy_folders(root: Path) -> list[str]:
+    """Method folders without a claim table (described by importing them)."""
+    return [s for s in method_folders(root) if not (root / s / "claims.toml").is_file()]
 
 
 def catalogue(root: Path | None = None, *, path: Path | None = None,
@@ -204,6 +216,9 @@ def catalogue(root: Path | None = None, *, path: Path | None = None,
     shipped = load_shipped(path)
     out = {}
     for slug in method_folders(root):
+        if (root / slug / "claims.toml").is_file():
+            out[slug] = _table_entry(slug, root, package)
+            continue
         digest = folder_hash(root / slug)
         led = _ledger_digest(slug, root) if package == "icml26" else None
         entry = shipped.get(slug)
@@ -223,6 +238,26 @@ def catalogue(root: Path | None = None, *, path: Path | None = None,
     return out
 
 
+def _table_entry(slug: str, root: Path, package: str = "icml26") -> dict:
+    """A method's entry read from its ``claims.toml`` (no import), with the ledger's static
+    status against the table (:func:`icml26.core.ledger.static_check`)."""
+    from .claims import TableError, load_table
+
+    try:
+        table = load_table(slug, root)
+    except TableError as exc:
+        return {"slug": slug, "error": f"claims.toml: {exc}", "source": "table"}
+    entry = {"slug": slug, "title": table.title, "claims": list(table.summary),
+             "reference": table.reference, "headline": table.headline, "source": "table",
+             "parts": [{"name": p.name, "default": p.default, "description": p.description}
+                       for p in table.parts.values()]}
+    if package == "icml26":
+        from .ledger import static_check
+
+        entry["ledger"] = static_check(slug, table, _ledger_root_for(root))
+    return entry
+
+
 def build(root: Path | None = None) -> tuple[dict, dict]:
     """Import every method folder; return the catalogue document and the import errors.
 
@@ -231,7 +266,7 @@ def build(root: Path | None = None) -> tuple[dict, dict]:
     """
     root = package_root() if root is None else Path(root)
     methods, errors = [], {}
-    for slug in method_folders(root):
+    for slug in _legacy_folders(root):
         entry = _import_entry(slug, root=root)
         if "error" in entry:
             errors[slug] = entry["error"]
@@ -246,7 +281,7 @@ def write(path: Path | None = None) -> tuple[Path, dict]:
     """Regenerate ``catalogue.json`` (imports every method); return it and the import errors."""
     path = Path(path or CATALOGUE_FILE)
     doc, errors = build()
-    from .report import atomic_write_text
+    from .io import atomic_write_text
 
     atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return path, errors

@@ -73,20 +73,11 @@ def _is_bad_number(value: Any) -> bool:
 
 
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        if not math.isfinite(v):
-            return str(v)
-        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
-            return f"{v:.3g}"
-        return f"{v:.4g}"
-    return str(value)
+    from .claims import fmt_number
+
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        value = value.item()
+    return fmt_number(value)
 
 
 @dataclass
@@ -127,21 +118,55 @@ class Claim:
     note: str = ""
     incomplete: bool = False
     quick_meaningful: bool = False
+    id: str = ""
+    kind: str = "paper"
+    interval: tuple | None = None
+    inconclusive: bool = False
+    not_earned: bool = False
+    control: dict | None = None
+    competitor: dict | None = None
+    known_negative: str = ""
+    alt: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.incomplete = bool(self.incomplete)
-        self.passed = bool(self.passed) and not self.incomplete
-        if isinstance(self.measured, (np.floating, np.integer)):
+        self.inconclusive = bool(self.inconclusive) and not self.incomplete
+        self.not_earned = bool(self.not_earned) and not (self.incomplete or self.inconclusive)
+        self.passed = (bool(self.passed) and not self.incomplete and not self.inconclusive
+                       and not self.not_earned)
+        if isinstance(self.measured, (np.floating, np.integer, np.bool_)):
             self.measured = self.measured.item()
+        if self.interval is not None:
+            self.interval = (float(self.interval[0]), float(self.interval[1]))
 
     @property
     def measured_text(self) -> str:
-        return _fmt(self.measured)
+        text = _fmt(self.measured)
+        if self.interval is not None:
+            text += f" [{_fmt(self.interval[0])}, {_fmt(self.interval[1])}]"
+        return text
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the interval's width (the resolution the run had), or None."""
+        return None if self.interval is None else (self.interval[1] - self.interval[0]) / 2
 
     @property
     def verdict(self) -> str:
-        """``"PASS"``, ``"FAIL"`` or ``"INCOMPLETE"``."""
-        return "INCOMPLETE" if self.incomplete else ("PASS" if self.passed else "FAIL")
+        """``"PASS"``, ``"FAIL"``, ``"NOT EARNED"``, ``"INCONCLUSIVE"`` or ``"INCOMPLETE"``
+        (see :mod:`icml26.core.claims`)."""
+        if self.incomplete:
+            return "INCOMPLETE"
+        if self.inconclusive:
+            return "INCONCLUSIVE"
+        if self.not_earned:
+            return "NOT EARNED"
+        return "PASS" if self.passed else "FAIL"
+
+    @property
+    def counts(self) -> bool:
+        """Whether this claim counts toward the method's reproduction verdict (paper claims)."""
+        return self.kind == "paper"
 
     def shown_verdict(self, quick: bool) -> str:
         """What a run shows: :attr:`verdict`, or ``"SMOKE"`` for a quick run of a claim whose
@@ -159,30 +184,50 @@ class Claim:
 
     # -- constructors for the common bar shapes --------------------------------------
     @classmethod
+    def _with_bar(cls, name, measured, bar, paper, note, interval) -> "Claim":
+        from .claims import Bar
+
+        if interval is not None and not any(_is_bad_number(v) for v in interval):
+            verdict = bar.interval_verdict(float(interval[0]), float(interval[1]))
+            return cls(name, paper, measured, str(bar), verdict == "PASS", note,
+                       interval=tuple(interval), inconclusive=verdict == "INCONCLUSIVE")
+        ok = not _is_bad_number(measured) and bar.holds(measured)
+        return cls(name, paper, measured, str(bar), ok, note)
+
+    @classmethod
     def at_least(cls, name: str, measured: Any, threshold: float, *, paper: str = "",
-                 note: str = "") -> "Claim":
-        """Claim that passes when ``measured >= threshold`` (and is finite)."""
-        ok = not _is_bad_number(measured) and float(measured) >= threshold
-        return cls(name, paper, measured, f"≥ {_fmt(threshold)}", ok, note)
+                 note: str = "", interval: tuple | None = None) -> "Claim":
+        """Claim that passes when ``measured >= threshold`` (and is finite); with an
+        ``interval``, PASS / FAIL / INCONCLUSIVE from the interval."""
+        from .claims import Bar
+
+        return cls._with_bar(name, measured, Bar(">=", low=float(threshold)), paper, note,
+                             interval)
 
     @classmethod
     def at_most(cls, name: str, measured: Any, threshold: float, *, paper: str = "",
-                note: str = "") -> "Claim":
-        """Claim that passes when ``measured <= threshold`` (and is finite)."""
-        ok = not _is_bad_number(measured) and float(measured) <= threshold
-        return cls(name, paper, measured, f"≤ {_fmt(threshold)}", ok, note)
+                note: str = "", interval: tuple | None = None) -> "Claim":
+        """Claim that passes when ``measured <= threshold`` (and is finite); with an
+        ``interval``, PASS / FAIL / INCONCLUSIVE from the interval."""
+        from .claims import Bar
+
+        return cls._with_bar(name, measured, Bar("<=", high=float(threshold)), paper, note,
+                             interval)
 
     @classmethod
     def between(cls, name: str, measured: Any, low: float, high: float, *,
-                paper: str = "", note: str = "") -> "Claim":
+                paper: str = "", note: str = "", interval: tuple | None = None) -> "Claim":
         """Claim that passes when ``low <= measured <= high`` (and is finite)."""
-        ok = not _is_bad_number(measured) and low <= float(measured) <= high
-        return cls(name, paper, measured, f"∈ [{_fmt(low)}, {_fmt(high)}]", ok, note)
+        from .claims import Bar
+
+        return cls._with_bar(name, measured, Bar("between", low=float(low), high=float(high)),
+                             paper, note, interval)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["measured"] = _jsonable(self.measured)
-        return d
+        d["verdict"] = self.verdict
+        return _jsonable(d)
 
 
 @dataclass
@@ -197,6 +242,7 @@ class JobResult:
     error: str | None = None  # the traceback, when the job raised
     cpu_seconds: float | None = None  # CPU time of the job's process (all its threads)
     warnings: list = field(default_factory=list)  # [{"category", "message", "count"}]
+    output: str = ""  # what the job printed (stdout and stderr), for the run's log file
 
     @property
     def ok(self) -> bool:
@@ -214,15 +260,20 @@ class Result:
     figures : dict of str to matplotlib.figure.Figure
         Named figures (saved as PNG and embedded in the HTML report).
     claims : list of Claim
-        The claims this part checks.
+        Claims built in code. A method with a claim table (``claims.toml``) returns
+        ``measurements`` instead and the core builds its claims from the table.
     notes : list of str
         Findings a reader must see (negative results, caveats, observations).
+    measurements : dict of str to value or Measurement
+        The named measurements the part's claim table refers to (see
+        :mod:`icml26.core.claims`); also recorded in the ledger.
     """
 
     tables: dict = field(default_factory=dict)
     figures: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    measurements: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -253,11 +304,11 @@ class Part:
     tasks : callable, optional
         ``tasks(config) -> list of dict``: independent jobs per seed (e.g. one per
         benchmark function), so the runner can spread them over workers.
-    default : bool
+    default : bool, optional
         Whether ``icml26 run SLUG`` runs this part without ``--exp`` (opt-in long
-        parts set False).
-    description : str
-        One line for ``icml26 list`` and the report.
+        parts set False). Taken from the method's claim table when it has one.
+    description : str, optional
+        One line for ``icml26 list`` and the report (likewise from the table).
     threads : int
         Threads each job may use (BLAS/torch). The runner enforces it per job.
     """
@@ -270,9 +321,10 @@ class Part:
     seeds: Sequence[int] = (0, 1, 2)
     quick_seeds: Sequence[int] = (0,)
     tasks: Callable[[Any], list] | None = None
-    default: bool = True
-    description: str = ""
+    default: bool | None = None
+    description: str | None = None
     threads: int = 1
+    claim_specs: list = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         for label, cfg in (("quick", self.quick), ("full", self.full)):
@@ -280,6 +332,9 @@ class Part:
                 raise TypeError(f"Part {self.name!r}: {label} must be a dataclass instance")
         if not self.seeds or not self.quick_seeds:
             raise ValueError(f"Part {self.name!r}: seeds and quick_seeds must be non-empty")
+        self._declared = (self.default, self.description)
+        self.default = True if self.default is None else bool(self.default)
+        self.description = "" if self.description is None else self.description
 
     def config(self, quick: bool = False):
         return self.quick if quick else self.full
@@ -308,14 +363,20 @@ class Experiment:
         The name (or the start of the name) of the measured claim that carries the paper's
         headline, as ``"part/claim name"`` or a claim name; ``icml26 list --long`` shows its
         recorded value against its bar. Default: the first claim of the first default part.
+    table : ClaimTable, optional
+        The method's claim table. Default: ``<package>/<slug>/claims.toml`` when it exists;
+        its title, summary, reference, headline and part defaults/descriptions then replace
+        the arguments above (which must be left empty, or agree), and each part's claims
+        are built from it (:mod:`icml26.core.claims`).
     """
 
     slug: str
-    title: str
-    parts: list
+    title: str = ""
+    parts: list = field(default_factory=list)
     claims: list = field(default_factory=list)
     reference: str = ""
     headline: str = ""
+    table: Any = None
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.parts]
@@ -323,6 +384,39 @@ class Experiment:
             raise ValueError(f"Experiment {self.slug!r} has no parts")
         if len(set(names)) != len(names):
             raise ValueError(f"Experiment {self.slug!r} has duplicate part names: {names}")
+        if self.table is None:
+            from .claims import load_table
+
+            self.table = load_table(self.slug) if _is_method_slug(self.slug) else None
+        if self.table is not None:
+            self._adopt_table()
+        if not self.title:
+            raise ValueError(f"Experiment {self.slug!r} has no title (and no claim table)")
+
+    def _adopt_table(self) -> None:
+        table = self.table
+        names = [p.name for p in self.parts]
+        if list(table.parts) != names:
+            raise ValueError(f"{table.source}: parts {list(table.parts)} do not match the "
+                             f"experiment's parts {names} (same names, same order)")
+        for label, mine, theirs in (("title", self.title, table.title),
+                                    ("reference", self.reference, table.reference)):
+            if mine and mine != theirs:
+                raise ValueError(f"{table.source}: {label} differs from the Experiment's; "
+                                 "declare it in the table only")
+        self.title, self.reference = table.title, table.reference
+        self.claims = list(table.summary) or list(self.claims)
+        if table.headline:
+            self.headline = table.headline
+        for part in self.parts:
+            spec = table.parts[part.name]
+            default, description = part._declared
+            if default is not None and bool(default) != spec.default or \
+                    description not in (None, "", spec.description):
+                raise ValueError(f"{table.source}: part {part.name!r}: default/description "
+                                 "differ from the Experiment's; declare them in the table only")
+            part.default, part.description = spec.default, spec.description
+            part.claim_specs = table.for_part(part.name)
 
     def part(self, name: str) -> Part:
         for p in self.parts:
@@ -337,6 +431,12 @@ class Experiment:
         if not names:
             return [p for p in self.parts if p.default]
         return [self.part(n) for n in names]
+
+
+def _is_method_slug(slug: str) -> bool:
+    """Whether ``slug`` names a folder of this package (toy experiments in tests do not)."""
+    return bool(slug) and slug.isidentifier() and \
+        (Path(__file__).resolve().parent.parent / slug).is_dir()
 
 
 # -- registry -------------------------------------------------------------------------

@@ -3,11 +3,11 @@
 One pair of files per method folder, written by ``icml26 run SLUG --record`` (or
 ``icml26 ledger record REPORT_DIR`` from a finished full run's report), never by hand:
 
-* ``src/icml26/<slug>/verdicts.json``: per part, every claim (id ``part/name``, the paper's
+* ``ledger/<slug>/verdicts.json``: per part, every claim (id ``part/name``, the paper's
   value, measured value, bar, verdict, note), the seeds and the config, and the run that
   produced it (the command, the commit and whether the method folder had uncommitted
   changes, the date, wall and CPU seconds, the machine, package versions);
-* ``src/icml26/<slug>/verdicts-jobs.json.gz``: every job's raw metrics.
+* ``ledger/<slug>/verdicts-jobs.json.gz``: every job's raw metrics.
 
 The raw metrics make the ledger checkable without rerunning anything: :func:`check`
 rebuilds each part's claims by calling its current ``summarize`` on the recorded jobs and
@@ -29,6 +29,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -37,7 +38,8 @@ from typing import Any, Sequence
 
 __all__ = ["LEDGER_FILE", "JOBS_FILE", "ledger_path", "load", "load_jobs", "ledger_hash",
            "record_report", "record_data", "check", "counts", "verdict_text", "headline_claim",
-           "compare", "readme_block", "update_readmes", "git_provenance"]
+           "compare", "readme_block", "update_readmes", "git_provenance", "static_check",
+           "ledger_root"]
 
 LEDGER_FILE = "verdicts.json"
 JOBS_FILE = "verdicts-jobs.json.gz"
@@ -51,14 +53,27 @@ class LedgerError(ValueError):
     """A report that cannot be recorded (quick, with --set, ...), or a ledger that is broken."""
 
 
+def ledger_root() -> Path:
+    """Where the ledgers live: ``$ICML26_LEDGER``, else ``ledger/`` at the top of the source
+    checkout (outside the import path: records are not shipped in the wheel)."""
+    from .catalog import package_root
+
+    env = os.environ.get("ICML26_LEDGER")
+    return Path(env) if env else package_root().parents[1] / "ledger"
+
+
 def _root(root: Path | None) -> Path:
+    return ledger_root() if root is None else Path(root)
+
+
+def _pkg(root: Path | None) -> Path:
     from .catalog import package_root
 
     return package_root() if root is None else Path(root)
 
 
 def ledger_path(slug: str, root: Path | None = None) -> Path:
-    """``<package>/<slug>/verdicts.json``."""
+    """``<ledger root>/<slug>/verdicts.json`` (see :func:`ledger_root`)."""
     return _root(root) / slug / LEDGER_FILE
 
 
@@ -118,12 +133,19 @@ def git_provenance(paths: Sequence[str | Path] = ()) -> dict:
 
 # -- recording --------------------------------------------------------------------------
 
+_OPTIONAL = ("interval", "control", "competitor", "known_negative", "alt")
+
+
 def _claim_entry(part: str, claim: dict) -> dict:
-    return {"id": f"{part}/{claim['name']}", "name": claim["name"], "paper": claim["paper"],
-            "measured": claim["measured"], "bar": claim["bar"],
-            "verdict": claim.get("verdict") or ("INCOMPLETE" if claim.get("incomplete")
-                                                else "PASS" if claim.get("passed") else "FAIL"),
-            "note": claim.get("note", "")}
+    entry = {"id": claim.get("id") or f"{part}/{claim['name']}", "name": claim["name"],
+             "paper": claim["paper"], "measured": claim["measured"], "bar": claim["bar"],
+             "verdict": claim.get("verdict") or ("INCOMPLETE" if claim.get("incomplete")
+                                                 else "PASS" if claim.get("passed") else "FAIL"),
+             "note": claim.get("note", "")}
+    if claim.get("kind", "paper") != "paper":
+        entry["kind"] = claim["kind"]
+    entry.update({k: claim[k] for k in _OPTIONAL if claim.get(k) not in (None, "", [], {})})
+    return entry
 
 
 def _check_recordable(data: dict, experiment: dict) -> None:
@@ -151,7 +173,7 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
     failed job, or a report without ``slug``.
     """
     from .experiment import get_experiment
-    from .report import atomic_write_text
+    from .io import atomic_write_bytes, atomic_write_text
 
     found = [e for e in data.get("experiments", []) if e.get("slug") == slug]
     if not found:
@@ -160,7 +182,7 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
     _check_recordable(data, experiment)
     exp = get_experiment(slug)
     defaults = {p.name: bool(p.default) for p in exp.parts}
-    mine = (f"src/icml26/{slug}/", "src/icml26/core/")
+    mine = (f"src/icml26/{slug}/", "src/icml26/core/", f"ledger/{slug}/")
     dirty = data.get("dirty")
     run = {"command": data.get("command", ""), "created": data.get("created"),
            "commit": data.get("commit"),
@@ -195,15 +217,14 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
               "headline": _headline_id(exp, ordered),
               "runs": {k: v for k, v in runs.items() if k in used}, "parts": ordered}
     folder = _root(root) / slug
+    folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / LEDGER_FILE,
                       json.dumps(ledger, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     buf = io.BytesIO()
     with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:  # same bytes for same jobs
         gz.write(json.dumps({k: jobs[k] for k in sorted(jobs) if k in parts},
                             sort_keys=True, allow_nan=True).encode("utf-8"))
-    tmp = folder / f".{JOBS_FILE}.tmp"
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(folder / JOBS_FILE)
+    atomic_write_bytes(folder / JOBS_FILE, buf.getvalue())
     return folder / LEDGER_FILE
 
 
@@ -234,28 +255,47 @@ def _claims(ledger: dict, default_only: bool = True) -> list:
     return [c for p in ledger["parts"] if p["default"] or not default_only for c in p["claims"]]
 
 
-def counts(ledger: dict, default_only: bool = True) -> dict:
-    """``{"PASS", "FAIL", "INCOMPLETE", "total"}`` over the (default parts') claims."""
-    out = {"PASS": 0, "FAIL": 0, "INCOMPLETE": 0}
-    claims = _claims(ledger, default_only)
+def is_paper_claim(claim: dict) -> bool:
+    """Whether a recorded claim counts toward the reproduction verdict (kind ``paper``)."""
+    return claim.get("kind", "paper") == "paper"
+
+
+def counts(ledger: dict, default_only: bool = True, kind: str = "paper") -> dict:
+    """``{"PASS", "FAIL", "NOT EARNED", "INCONCLUSIVE", "INCOMPLETE", "known", "total"}``
+    over the (default parts') claims of one kind (paper claims by default; ``"all"``).
+
+    ``known`` counts the paper claims that did not pass and are declared known negatives.
+    """
+    out = {"PASS": 0, "FAIL": 0, "NOT EARNED": 0, "INCONCLUSIVE": 0, "INCOMPLETE": 0,
+           "known": 0}
+    claims = [c for c in _claims(ledger, default_only)
+              if kind == "all" or c.get("kind", "paper") == kind]
     for c in claims:
         out[c["verdict"]] += 1
+        out["known"] += bool(c.get("known_negative")) and c["verdict"] != "PASS"
     out["total"] = len(claims)
     return out
 
 
 def verdict_text(ledger: dict | None, default_only: bool = True) -> str:
-    """``"18/18 pass"``, ``"10/14, 4 not reproduced"``, ``"9/10, 1 incomplete"``, ``"none"``."""
+    """Paper claims: ``"18/18 pass"``, ``"10/14, 4 not reproduced (2 known)"``,
+    ``"9/10, 1 inconclusive"``, ``"not recorded"``."""
     if not ledger:
         return "not recorded"
     n = counts(ledger, default_only)
     if not n["total"]:
-        return "no claims"
+        return "no paper claims"
     text = f"{n['PASS']}/{n['total']}"
-    if not n["FAIL"] and not n["INCOMPLETE"]:
+    if n["PASS"] == n["total"]:
         return text + " pass"
-    if n["FAIL"]:
-        text += f", {n['FAIL']} not reproduced"
+    bad = n["FAIL"] + n["NOT EARNED"]
+    if bad:
+        text += f", {bad} not reproduced"
+        bits = [f"{n['NOT EARNED']} not earned"] if n["NOT EARNED"] else []
+        bits += [f"{n['known']} known"] if n["known"] else []
+        text += f" ({', '.join(bits)})" if bits else ""
+    if n["INCONCLUSIVE"]:
+        text += f", {n['INCONCLUSIVE']} inconclusive"
     if n["INCOMPLETE"]:
         text += f", {n['INCOMPLETE']} incomplete"
     return text
@@ -269,10 +309,12 @@ def recorded_date(ledger: dict) -> str:
     return max(dates)
 
 
-def headline_claim(ledger: dict) -> dict | None:
-    """The recorded headline claim (see :attr:`Experiment.headline`)."""
+def headline_claim(ledger: dict, headline: str | None = None) -> dict | None:
+    """The recorded headline claim: ``headline`` (a claim id from the method's claim table)
+    when given, else the id recorded with the ledger (see :attr:`Experiment.headline`)."""
+    wanted = headline or ledger.get("headline")
     for c in _claims(ledger, default_only=False):
-        if c["id"] == ledger.get("headline"):
+        if c["id"] == wanted:
             return c
     return None
 
@@ -382,6 +424,8 @@ def check(slug: str, root: Path | None = None) -> dict:
             old, new = then[cname], now[cname]
             if old["bar"] != new.bar:
                 reasons.append(f"{name}: {cname!r} bar {old['bar']!r} → {new.bar!r}")
+            elif old.get("kind", "paper") != new.kind:
+                reasons.append(f"{name}: {cname!r} kind {old.get('kind', 'paper')} → {new.kind}")
             elif not _same(old["measured"], jsonable(new.measured)):
                 reasons.append(f"{name}: {cname!r} measured {old['measured']!r} → "
                                f"{jsonable(new.measured)!r} from the same jobs")
@@ -389,6 +433,41 @@ def check(slug: str, root: Path | None = None) -> dict:
                 reasons.append(f"{name}: {cname!r} verdict {old['verdict']} → {new.verdict}")
         checked.append(name)
     return {"current": not reasons, "reasons": reasons, "parts": checked}
+
+
+def static_check(slug: str, table, root: Path | None = None) -> dict:
+    """Whether ``slug``'s ledger matches its claim table, without importing the method.
+
+    Compares the recorded parts and claims (names, bars, kinds, default flags) with the
+    table; the full check against the code (re-deriving every verdict from the recorded
+    jobs) is :func:`check`. Returns ``{"hash", "current", "reasons"}``; ``current`` is None
+    when nothing is recorded.
+    """
+    led = load(slug, root)
+    if led is None:
+        return {"hash": None, "current": None, "reasons": []}
+    reasons = []
+    recorded_parts = {p["part"] for p in led["parts"]}
+    for lp in led["parts"]:
+        name = lp["part"]
+        spec = table.parts.get(name)
+        if spec is None:
+            reasons.append(f"{name}: the part is no longer in the claim table")
+            continue
+        if bool(lp["default"]) != spec.default:
+            reasons.append(f"{name}: default {lp['default']} → {spec.default}")
+        specs = {c.name: c for c in table.for_part(name)}
+        then = {c["name"]: c for c in lp["claims"]}
+        reasons += [f"{name}: claim {n!r} is no longer in the table" for n in then.keys() - specs.keys()]
+        reasons += [f"{name}: new claim {n!r}" for n in specs.keys() - then.keys()]
+        for n in then.keys() & specs.keys():
+            if then[n]["bar"] != str(specs[n].bar):
+                reasons.append(f"{name}: {n!r} bar {then[n]['bar']!r} → {str(specs[n].bar)!r}")
+            elif then[n].get("kind", "paper") != specs[n].kind:
+                reasons.append(f"{name}: {n!r} kind {then[n].get('kind', 'paper')} → {specs[n].kind}")
+    reasons += [f"{p.name}: default part never recorded" for p in table.parts.values()
+                if p.default and p.name not in recorded_parts]
+    return {"hash": ledger_hash(slug, root), "current": not reasons, "reasons": reasons}
 
 
 def _close(result) -> None:
@@ -432,19 +511,12 @@ def compare(ledger: dict, experiment: dict) -> list[dict]:
 # -- README blocks -----------------------------------------------------------------------
 
 def _fmt(value: Any) -> str:
-    if value is None:
+    """:func:`icml26.core.claims.fmt_number`, with "—" for a missing or non-finite value."""
+    from .claims import fmt_number
+
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "—"
-        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
-            return f"{value:.3g}"
-        return f"{value:.4g}"
-    return str(value)
+    return fmt_number(value)
 
 
 def _md(text: Any) -> str:
@@ -472,7 +544,7 @@ def _run_line(run: dict, wall: float | None, cpu: float | None) -> str:
 def readme_block(ledger: dict | None, slug: str) -> str:
     """The generated Markdown block of a method README (between the ledger markers)."""
     head = (f"{BEGIN} (generated by `python -m icml26.core.ledger readme` from "
-            f"`src/icml26/{slug}/{LEDGER_FILE}`; do not edit) -->")
+            f"`ledger/{slug}/{LEDGER_FILE}`; do not edit) -->")
     if not ledger:
         return "\n".join([head, "", "No full run recorded yet: `icml26 run "
                           f"{slug} --record` records one.", "", END])
@@ -509,27 +581,47 @@ def readme_block(ledger: dict | None, slug: str) -> str:
 
 
 def summary_block(root: Path | None = None) -> str:
-    """The generated table of the top-level README: one row per method."""
+    """The generated methods table of the top-level README: one row per paper, from the
+    ledgers and claim tables (the only status the front page shows)."""
     from .catalog import PAPERS, method_folders
+    from .claims import TableError, load_table
 
     head = (f"{BEGIN} (generated by `python -m icml26.core.ledger readme` from each "
-            f"`src/icml26/<slug>/{LEDGER_FILE}`; do not edit) -->")
-    lines = [head, "", "| slug | recorded full run (default parts) | not reproduced or incomplete "
-             "| recorded | wall s | CPU s |", "|---|---|---|---|---|---|"]
-    slugs = list(PAPERS) + sorted(set(method_folders(_root(root))) - set(PAPERS))
+            f"`ledger/<slug>/{LEDGER_FILE}` and `claims.toml`; do not edit) -->")
+    lines = [head, "", "| paper | headline claim | headline | paper claims (default parts) | "
+             "checks | recorded | wall s | CPU s |", "|---|---|---|---|---|---|---:|---:|"]
+    slugs = list(PAPERS) + sorted(set(method_folders(_pkg(root))) - set(PAPERS))
     for slug in slugs:
+        link = f"[{slug}](src/icml26/{slug}/README.md)"
+        try:
+            table = load_table(slug, _pkg(root))
+        except TableError:
+            table = None
         ledger = load(slug, root)
+        spec = table.headline_spec if table is not None else None
+        claim_text = spec.name if spec is not None else ""
         if ledger is None:
-            lines.append(f"| [{slug}](src/icml26/{slug}/README.md) | not recorded | | | | |")
+            lines.append(f"| {link} | {_md(claim_text)} | — | not recorded | | | | |")
             continue
-        bad = [f"{c['id']}" + (" (incomplete)" if c["verdict"] == "INCOMPLETE" else "")
-               for c in _claims(ledger) if c["verdict"] != "PASS"]
+        head_claim = headline_claim(ledger, table.headline if table is not None else None)
+        if head_claim is not None and not claim_text:
+            claim_text = head_claim["name"]
+        verdict = "—" if head_claim is None else head_claim["verdict"] + (
+            " (known)" if head_claim.get("known_negative") and head_claim["verdict"] != "PASS"
+            else "")
+        checks = [c for c in _claims(ledger) if not is_paper_claim(c)]
+        check_text = (f"{sum(c['verdict'] == 'PASS' for c in checks)}/{len(checks)}"
+                      if checks else "")
         wall, cpu = run_seconds(ledger)
-        lines.append(f"| [{slug}](src/icml26/{slug}/README.md) | {verdict_text(ledger)} | "
-                     f"{_md('; '.join(bad))} | {recorded_date(ledger)} | "
+        lines.append(f"| {link} | {_md(claim_text)} | {verdict} | {_md(verdict_text(ledger))} | "
+                     f"{check_text} | {recorded_date(ledger)} | "
                      f"{_md(None if wall is None else round(wall))} | "
                      f"{_md(None if cpu is None else round(cpu))} |")
-    lines += ["", END]
+    lines += ["", "A paper claim is PASS, FAIL, NOT EARNED (a trivial stand-in clears the bar too), "
+              "INCONCLUSIVE (its interval straddles the bar) or INCOMPLETE (a precondition or "
+              "measurement is missing); *known* marks a negative with a stated reason. Checks are "
+              "implementation and protocol checks, reported apart. Wall and CPU seconds are the "
+              "recorded default run's, on the machine its ledger names.", "", END]
     return "\n".join(lines)
 
 
@@ -550,13 +642,13 @@ def update_readmes(root: Path | None = None, *, check_only: bool = False,
     With ``check_only`` nothing is written.
     """
     from .catalog import method_folders
-    from .report import atomic_write_text
+    from .io import atomic_write_text
 
-    root = _root(root)
+    pkg = _pkg(root)
     changed, missing = [], []
-    targets = [(root / slug / "README.md", readme_block(load(slug, root), slug))
-               for slug in method_folders(root)]
-    top = root.parents[1] / "README.md" if top is None else top
+    targets = [(pkg / slug / "README.md", readme_block(load(slug, root), slug))
+               for slug in method_folders(pkg)]
+    top = pkg.parents[1] / "README.md" if top is None else top
     if top.is_file():
         targets.append((top, summary_block(root)))
     for path, block in targets:

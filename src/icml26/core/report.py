@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from .io import atomic_write_text, umask
+
 #: What a table shows for a value that is undefined for a row (no finite measurement).
 UNDEFINED = "—"
 
@@ -49,32 +51,6 @@ QUICK_CAVEAT = ("Quick mode is a smoke check: toy-scale configs show that every 
                 "scale (a sign test over two seeds, an under-trained network), so failures here "
                 "are expected. The verdicts that speak for the paper are those of the full runs "
                 "(`icml26 run <slug>`, recorded in each method README).")
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename.
-
-    The file gets the mode a plain ``open(path, "w")`` would give (0644 under the usual
-    umask 022), not the 0600 of :func:`tempfile.mkstemp`.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def default_out_dir() -> Path:
@@ -150,6 +126,10 @@ def machine() -> dict:
     return out
 
 
+#: Resolution of the report's PNG figures (embedded in index.html: size matters).
+FIGURE_DPI = 90
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "figure"
 
@@ -178,7 +158,7 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
         for name, fig in p.result.figures.items():
             if out_dir is not None:
                 fname = _safe(f"{outcome.slug}__{p.part}__{name}") + ".png"
-                fig.savefig(Path(out_dir) / fname, dpi=110, bbox_inches="tight")
+                fig.savefig(Path(out_dir) / fname, dpi=FIGURE_DPI, bbox_inches="tight")
                 figures[name] = fname
             plt.close(fig)
         parts.append({
@@ -191,6 +171,7 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
             "tables": {k: _table_dict(v) for k, v in p.result.tables.items()},
             "figures": figures,
             "notes": list(p.result.notes),
+            "measurements": jsonable(p.result.measurements),
             "summarize_error": p.summarize_error,
             "cpu_seconds": p.cpu_seconds,
             "warnings": p.warnings,
@@ -248,6 +229,7 @@ def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
             "experiments": experiments,
         }
         atomic_write_text(stage / "results.json", json.dumps(data, indent=1, allow_nan=False))
+        atomic_write_text(stage / "run.log", run_log(outcomes))
         render_report(stage)
     return out_dir
 
@@ -277,7 +259,29 @@ def recorded_verdicts(slugs: Sequence[str]) -> dict:
     return out
 
 
-_REPORT_FILES = ("results.json", "README.md", "index.html")
+_REPORT_FILES = ("results.json", "README.md", "index.html", "run.log")
+
+
+def run_log(outcomes: Sequence) -> str:
+    """Everything the jobs printed and every warning they raised, job by job: what the
+    terminal leaves out (third-party progress bars, a method's own chatter)."""
+    lines = []
+    for o in outcomes:
+        for p in o.parts:
+            for j in p.jobs:
+                head = f"== {o.slug} · {p.part} · seed {j.seed}" + (
+                    f" · task {j.task}" if j.task is not None else "")
+                body = [j.output.rstrip()] if j.output.strip() else []
+                body += [f"warning {w['category']} ×{w['count']}: {w['message']}"
+                         for w in j.warnings or []]
+                if j.error:
+                    body.append(j.error.rstrip())
+                if body:
+                    lines += [head, *body, ""]
+            for w in p.summarize_warnings or []:
+                lines.append(f"== {o.slug} · {p.part} · summarize: warning {w['category']} "
+                             f"×{w['count']}: {w['message']}")
+    return "\n".join(lines) + ("\n" if lines else "(the jobs printed nothing)\n")
 
 
 def _report_files(out_dir: Path) -> set[str]:
@@ -321,7 +325,7 @@ def _staged_report(out_dir: Path):
     stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.report-", dir=out_dir.parent))
     try:
         yield stage
-        os.chmod(stage, 0o777 & ~_umask())
+        os.chmod(stage, 0o777 & ~umask())
         old = _report_files(out_dir)
         present = {p.name for p in out_dir.iterdir()}
         whole = present <= old and out_dir.resolve() != Path.cwd().resolve()
@@ -386,8 +390,10 @@ def _quick_text(e: dict) -> tuple[str, str]:
     if not checks:
         return text, "smoke"
     n = claim_counts(checks)
-    text += f"; quick-scale checks: {_counts_text(checks)}"
-    return text, ("fail" if n["FAIL"] else "incomplete" if n["INCOMPLETE"] else "smoke")
+    text += f"; claims meaningful at any scale: {_counts_text(checks)}"
+    bad = n["FAIL"] + n["NOT EARNED"]
+    return text, ("fail" if bad else "incomplete" if n["INCOMPLETE"] + n["INCONCLUSIVE"]
+                  else "smoke")
 
 
 def _recorded_text(data: dict, slug: str) -> str:
@@ -403,11 +409,17 @@ def _recorded_text(data: dict, slug: str) -> str:
 
 
 def claim_counts(claims: Sequence[dict]) -> dict:
-    """``{"PASS": n, "FAIL": n, "INCOMPLETE": n}`` over claim dicts."""
-    counts = {"PASS": 0, "FAIL": 0, "INCOMPLETE": 0}
+    """``{"PASS", "FAIL", "NOT EARNED", "INCONCLUSIVE", "INCOMPLETE"}`` counts over claim
+    dicts."""
+    counts = {"PASS": 0, "FAIL": 0, "NOT EARNED": 0, "INCONCLUSIVE": 0, "INCOMPLETE": 0}
     for c in claims:
         counts[_verdict_of(c)] += 1
     return counts
+
+
+def _paper(claims: Sequence[dict]) -> list:
+    """The paper claims among claim dicts (checks and controls are reported, not counted)."""
+    return [c for c in claims if c.get("kind", "paper") == "paper"]
 
 
 def _claims(e: dict) -> list:
@@ -419,17 +431,26 @@ def _experiment_verdict(e: dict) -> str:
         return "PASS"
     counts = claim_counts(_claims(e))
     clean = not any(_failed_jobs(p) or p.get("summarize_error") for p in e["parts"])
-    return "INCOMPLETE" if clean and counts["FAIL"] == 0 and counts["INCOMPLETE"] else "FAIL"
+    if not clean or counts["FAIL"] + counts["NOT EARNED"]:
+        return "FAIL"
+    return "INCONCLUSIVE" if counts["INCONCLUSIVE"] else "INCOMPLETE"
 
 
 def _counts_text(claims: Sequence[dict]) -> str:
-    counts = claim_counts(claims)
-    text = f"{counts['PASS']}/{len(claims)} passed"
-    if counts["FAIL"]:
-        text += f", {counts['FAIL']} failed"
-    if counts["INCOMPLETE"]:
-        text += f", {counts['INCOMPLETE']} incomplete"
+    """``"10/12 paper claims passed, 2 failed; checks 5/5"`` over claim dicts."""
+    paper = _paper(claims)
+    other = [c for c in claims if c.get("kind", "paper") != "paper"]
+    text = f"{claim_counts(paper)['PASS']}/{len(paper)} passed" + _verdict_tail(paper)
+    if other:
+        text += f"; checks {claim_counts(other)['PASS']}/{len(other)}" + _verdict_tail(other)
     return text
+
+
+def _verdict_tail(claims: Sequence[dict]) -> str:
+    counts = claim_counts(claims)
+    return "".join(f", {counts[v]} {word}" for v, word in (
+        ("FAIL", "failed"), ("NOT EARNED", "not earned"), ("INCONCLUSIVE", "inconclusive"),
+        ("INCOMPLETE", "incomplete")) if counts[v])
 
 
 _NAN_TEXT = re.compile(r"^\s*(nan|none)(\s*±\s*\S+)?\s*$", re.IGNORECASE)
@@ -446,9 +467,14 @@ def _cell(v) -> str:
 
 def _measured(claim: dict) -> str:
     v = claim["measured"]
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return _cell(v)
+    text = f"{v:.4g}" if isinstance(v, float) else _cell(v)
+    if claim.get("interval"):
+        lo, hi = claim["interval"]
+        text += f" [{_cell(lo)}, {_cell(hi)}]"
+    for role in ("control", "competitor"):
+        if claim.get(role):
+            text += f"; {role} {_cell(claim[role].get('measured'))}"
+    return text
 
 
 def _mode(e: dict) -> str:
@@ -484,15 +510,20 @@ def _failed_names(data: dict) -> list[tuple[str, str, str]]:
     """(slug, claim name, verdict) of every claim shown as FAIL or INCOMPLETE (a quick run's
     smoke checks are not listed)."""
     return [(e["slug"], c["name"], _shown(c, e["quick"])) for e in data["experiments"]
-            for c in _claims(e) if _shown(c, e["quick"]) in ("FAIL", "INCOMPLETE")]
+            for c in _claims(e) if _shown(c, e["quick"]) not in ("PASS", "SMOKE")]
 
 
 def _any_quick(data: dict) -> bool:
     return any(e["quick"] for e in data["experiments"])
 
 
+_KIND_LABEL = {"check": "implementation check", "control": "world/protocol check"}
+
+
 def _claim_rows(p: dict, quick: bool = False) -> list:
-    return [[c["name"], c["paper"], _measured(c), c["bar"], _shown_cell(c, quick)]
+    return [[c["name"] + (f" [{_KIND_LABEL[c['kind']]}]" if c.get("kind") in _KIND_LABEL
+                          else ""),
+             c["paper"], _measured(c), c["bar"], _shown_cell(c, quick)]
             for c in p["claims"]]
 
 
@@ -500,6 +531,8 @@ def _shown_cell(c: dict, quick: bool) -> str:
     shown = _shown(c, quick)
     if shown == "SMOKE":
         return "SMOKE (bar met)" if _verdict_of(c) == "PASS" else "SMOKE (bar not met)"
+    if c.get("known_negative") and shown != "PASS":
+        return f"{shown} (known: {c['known_negative']})"
     return shown
 
 
@@ -598,8 +631,21 @@ def _markdown(data: dict) -> str:
 # -- HTML ------------------------------------------------------------------------------
 
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+body{font-family:system-ui,sans-serif;margin:0;color:#222;display:grid;
+grid-template-columns:minmax(12em,16em) minmax(0,1fr)}
+nav#contents{position:sticky;top:0;height:100vh;overflow-y:auto;border-right:1px solid #ddd;
+padding:1em .8em;font-size:.88em;background:#fafafa;box-sizing:border-box}
+nav#contents ul{list-style:none;padding-left:.8em;margin:.2em 0}nav#contents>ul{padding-left:0}
+nav#contents a{text-decoration:none;color:#1a4f8b}nav#contents a:hover{text-decoration:underline}
+main{max-width:1100px;padding:0 1.5em 4em;min-width:0}
+h2.paper{position:sticky;top:0;background:#fff;z-index:2;margin:0;padding:.5em 0;
+border-bottom:1px solid #ddd}
+h3.part{position:sticky;top:2.6em;background:#fff;z-index:1;margin:.8em 0 .4em;padding:.2em 0}
+@media (max-width:800px){body{display:block}nav#contents{position:static;height:auto}}
+.recorded-pass{background:#dff5e1}.recorded-fail{background:#fbe0e0}
+.recorded-none{background:#f0f0f0}
 .scroll{overflow-x:auto;max-width:100%;margin:.6em 0 1.2em;border:1px solid #e4e4e4}
+details.table>summary{cursor:pointer;font-weight:600;margin:.6em 0}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;
 text-align:left;font-size:.92em;vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -630,8 +676,8 @@ _NUM_TD = "<td class='num'>"
 
 
 def _css_class(verdict: str) -> str:
-    return {"PASS": "pass", "FAIL": "fail", "INCOMPLETE": "incomplete",
-            "SMOKE": "smoke"}.get(verdict, "fail")
+    return {"PASS": "pass", "FAIL": "fail", "NOT EARNED": "fail", "INCONCLUSIVE": "incomplete",
+            "INCOMPLETE": "incomplete", "SMOKE": "smoke"}.get(verdict.split(" (")[0], "fail")
 
 
 def _html_table(columns, rows, row_classes=None) -> str:
@@ -653,12 +699,38 @@ def _anchor(*names: str) -> str:
     return _safe("-".join(names))
 
 
+#: Data tables longer than this are collapsed in the HTML report (click to open).
+LONG_TABLE_ROWS = 12
+
+
+def _recorded_class(data: dict, slug: str) -> str:
+    rec = (data.get("recorded") or {}).get(slug)
+    if not rec:
+        return "recorded-none"
+    text = str(rec.get("verdict", ""))
+    return "recorded-pass" if text.endswith(" pass") and rec.get("current") is not False \
+        else "recorded-fail"
+
+
+def _contents(data: dict) -> str:
+    esc = html.escape
+    items = ["<li><a href='#summary'>Summary</a></li>",
+             "<li><a href='#what-was-run'>What was run</a></li>"]
+    for e in data["experiments"]:
+        sub = "".join(f"<li><a href='#{_anchor(e['slug'], p['part'])}'>{esc(p['part'])}</a></li>"
+                      for p in e["parts"])
+        items.append(f"<li><a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>"
+                     f"<ul>{sub}</ul></li>")
+    return f"<nav id='contents' aria-label='Contents'><strong>Contents</strong><ul>{''.join(items)}</ul></nav>"
+
+
 def _html(data: dict, out_dir: Path) -> str:
     esc = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
              f"<title>icml26 report</title><style>{_CSS}</style></head><body>"
-             f"<h1>icml26 reproduction report</h1>",
+             + _contents(data) + "<main>"
+             f"<h1 id='summary'>icml26 reproduction report</h1>",
              f"<p>Created {esc(data['created'])}"
              + (f" by <code>{esc(data['command'])}</code>" if data.get("command") else "")
              + "</p>"]
@@ -670,7 +742,9 @@ def _html(data: dict, out_dir: Path) -> str:
             text, cls = _quick_text(e) if e["quick"] else (_counts_text(_claims(e)),
                                                            _css_class(_experiment_verdict(e)))
             rows.append([f"<a href='#{_anchor(e['slug'])}'>{esc(e['slug'])}</a>",
-                         esc(_recorded_text(data, e["slug"])), esc(text), f"{e['seconds']:.1f}"])
+                         f"<span class='{_recorded_class(data, e['slug'])}'>"
+                         f"{esc(_recorded_text(data, e['slug']))}</span>",
+                         esc(text), f"{e['seconds']:.1f}"])
             classes.append(cls)
     else:
         columns = ("paper", "mode", "claims", "verdict", "time (s)")
@@ -697,13 +771,15 @@ def _html(data: dict, out_dir: Path) -> str:
     n_fig = 0
     for e in data["experiments"]:
         claims_text = _quick_text(e)[0] if e["quick"] else _counts_text(_claims(e))
-        parts.append(f"<h2 id='{_anchor(e['slug'])}'>{esc(e['slug'])}: {esc(e['title'])}</h2>"
+        parts.append(f"<h2 class='paper' id='{_anchor(e['slug'])}'>{esc(e['slug'])}: "
+                     f"{esc(e['title'])}</h2>"
                      f"<p>Mode: {_mode(e)} · wall time {e['seconds']:.1f} s{_cpu_text(e)} · "
                      f"claims {esc(claims_text)}</p>")
         if e["quick"]:
             parts.append(f"<p>Recorded full run: {esc(_recorded_text(data, e['slug']))}</p>")
         for p in e["parts"]:
-            parts.append(f"<h3 id='{_anchor(e['slug'], p['part'])}'>{esc(p['part'])}</h3>"
+            parts.append(f"<h3 class='part' id='{_anchor(e['slug'], p['part'])}'>"
+                         f"{esc(e['slug'])} · {esc(p['part'])}</h3>"
                          f"<p>Seeds {esc(str(p['seeds']))} · {p['seconds']:.1f} s of compute"
                          f"{_cpu_text(p)}</p>")
             if p["claims"]:
@@ -716,8 +792,6 @@ def _html(data: dict, out_dir: Path) -> str:
                              f"this part</summary><ul>" + "".join(
                                  f"<li><code>{esc(w)}</code></li>" for w in warned)
                              + "</ul></details>")
-            for name, t in p["tables"].items():
-                parts.append(f"<h4>{esc(name)}</h4>" + _html_table(t["columns"], t["rows"]))
             for name, fname in p["figures"].items():
                 png = out_dir / fname
                 if png.is_file():
@@ -729,6 +803,13 @@ def _html(data: dict, out_dir: Path) -> str:
                                  f"{esc(caption)}</figcaption></figure>")
             for note in p["notes"]:
                 parts.append(f"<blockquote>{esc(note)}</blockquote>")
+            for name, t in p["tables"].items():
+                table = _html_table(t["columns"], t["rows"])
+                if len(t["rows"]) > LONG_TABLE_ROWS:
+                    parts.append(f"<details class='table'><summary>{esc(name)} "
+                                 f"({len(t['rows'])} rows)</summary>{table}</details>")
+                else:
+                    parts.append(f"<h4>{esc(name)}</h4>" + table)
             for j in _failed_jobs(p):
                 parts.append(f"<p class='fail'>job seed {j['seed']} task "
                              f"{esc(str(j['task']))} failed:</p><pre>{esc(j['error'])}</pre>")
@@ -737,5 +818,5 @@ def _html(data: dict, out_dir: Path) -> str:
                              f"<pre>{esc(p['summarize_error'])}</pre>")
             parts.append(f"<details><summary>config</summary><pre>"
                          f"{esc(json.dumps(p['config'], indent=1))}</pre></details>")
-    parts.append("</body></html>")
+    parts.append("</main></body></html>")
     return "\n".join(parts)

@@ -172,13 +172,63 @@ def collect_warnings():
             collected.extend(_tally(caught))
 
 
-def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1) -> JobResult:
+@contextlib.contextmanager
+def _captured_output(stream):
+    """Send the block's prints, stderr writes and log records bound for the terminal (a
+    library's logging handlers made before the block hold the real streams) to ``stream``."""
+    import logging
+
+    terminal = {id(sys.stdout), id(sys.stderr), id(sys.__stdout__), id(sys.__stderr__)}
+    loggers = [logging.getLogger()] + [lg for lg in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(lg, logging.Logger)]
+    moved = [(h, h.stream) for lg in loggers for h in lg.handlers
+             if type(h) is logging.StreamHandler and id(h.stream) in terminal]
+    for handler, _ in moved:
+        handler.setStream(stream)
+    try:
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+            yield
+    finally:
+        for handler, original in moved:
+            handler.setStream(original)
+
+
+# -- the job's device ------------------------------------------------------------------------
+@contextlib.contextmanager
+def _job_device(device: str | None):
+    """Set ``ICML26_DEVICE`` for one job (read by :func:`icml26.core.device.job_device`) and,
+    for CUDA, ``CUBLAS_WORKSPACE_CONFIG`` (deterministic cuBLAS); restore the variable after.
+    No part's config changes, so recorded ledgers stay current."""
+    from .device import DEVICE_ENV, deterministic_cuda_env
+
+    if device is None:
+        yield
+        return
+    if str(device).startswith("cuda"):
+        deterministic_cuda_env()
+    old = os.environ.get(DEVICE_ENV)
+    os.environ[DEVICE_ENV] = str(device)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(DEVICE_ENV, None)
+        else:
+            os.environ[DEVICE_ENV] = old
+
+
+def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1,
+            device: str | None = None) -> JobResult:
     """Run one job, capturing its metrics or its traceback (never raises), its wall and CPU
-    seconds and the warnings it raised."""
+    seconds, the warnings it raised and what it printed. ``device`` (``"cpu"``, ``"cuda:0"``)
+    is where the job's torch work runs (see :func:`_job_device`)."""
+    import io
+
     start, cpu = time.perf_counter(), time.process_time()
-    with collect_warnings() as caught:
+    output = io.StringIO()
+    with collect_warnings() as caught, _captured_output(output):
         try:
-            with _limited_threads(threads):
+            with _limited_threads(threads), _job_device(device):
                 if task is None:
                     metrics = run_fn(config, seed)
                 else:
@@ -189,13 +239,21 @@ def run_job(run_fn, part_name: str, config, seed: int, task, threads: int = 1) -
             metrics, error = jsonable(metrics), None
         except Exception:  # noqa: BLE001 - a failing job is reported, the run goes on
             metrics, error = None, traceback.format_exc()
+    text = output.getvalue()
+    if len(text) > JOB_OUTPUT_LIMIT:
+        text = text[:JOB_OUTPUT_LIMIT // 2] + "\n[... output cut ...]\n" + text[-JOB_OUTPUT_LIMIT // 2:]
     return JobResult(part_name, seed, task, metrics, time.perf_counter() - start, error=error,
-                     cpu_seconds=time.process_time() - cpu, warnings=caught)
+                     cpu_seconds=time.process_time() - cpu, warnings=caught, output=text)
+
+
+#: Characters of a job's printed output (its prints, third-party progress bars) kept for the
+#: run's log file; the terminal shows progress and results only.
+JOB_OUTPUT_LIMIT = 20_000
 
 
 def _execute(jobs: list, run_fns: dict, threads: dict, backend: str, n_jobs: int,
-             scheduler: str | None, progress) -> list[JobResult]:
-    calls = [(run_fns[p], p, cfg, seed, task, threads[p]) for p, cfg, seed, task in jobs]
+             scheduler: str | None, progress, device: str | None = None) -> list[JobResult]:
+    calls = [(run_fns[p], p, cfg, seed, task, threads[p], device) for p, cfg, seed, task in jobs]
     results: list[JobResult | None] = [None] * len(calls)
 
     def done(i, res):
@@ -302,6 +360,10 @@ def _summarize(part: Part, jobs: list, config) -> tuple[Result, str | None]:
         if not isinstance(result, Result):
             raise TypeError(f"summarize() must return a Result, got {type(result).__name__}")
         _close_figures(result)
+        if part.claim_specs:
+            from .claims import evaluate
+
+            result.claims = list(result.claims) + evaluate(part.claim_specs, result.measurements)
         return result, None
     except Exception:  # noqa: BLE001
         tb = traceback.format_exc()
@@ -325,7 +387,7 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
                    quick: bool = False, seeds: int | None = None,
                    overrides: dict | None = None, backend: str | None = None,
                    jobs: int = 1, scheduler: str | None = None,
-                   progress=None) -> ExperimentOutcome:
+                   progress=None, device: str | None = None) -> ExperimentOutcome:
     """Run the selected parts of an experiment: all their jobs in one pool, then summarize.
 
     Parameters
@@ -348,6 +410,10 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
         Dask scheduler address, or ``"local"`` for a ``LocalCluster``.
     progress : callable, optional
         Called with each finished :class:`JobResult`.
+    device : str, optional
+        A resolved device (``"cpu"``, ``"cuda:0"``) for the jobs' torch work, passed to every
+        job as ``ICML26_DEVICE`` (parts read it with ``job_device()``); None leaves the
+        environment as it is (the CPU by default).
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -358,7 +424,7 @@ def run_experiment(experiment: Experiment, *, parts: Sequence[str] | None = None
     all_jobs = [job for part, cfg, sd in plan for job in expand_jobs(part, cfg, sd)]
     run_fns = {part.name: part.run for part, _, _ in plan}
     threads = {part.name: part.threads for part, _, _ in plan}
-    results = _execute(all_jobs, run_fns, threads, backend, jobs, scheduler, progress)
+    results = _execute(all_jobs, run_fns, threads, backend, jobs, scheduler, progress, device)
     outcome = ExperimentOutcome(experiment.slug, experiment.title, quick)
     for part, cfg, sd in plan:
         mine = [r for r in results if r.part == part.name]
@@ -410,8 +476,3 @@ def _check_signature(part: Part) -> None:
     if len(params) < want:
         raise TypeError(f"part {part.name!r}: run must take {want} arguments "
                         f"(config, seed{', task' if want == 3 else ''})")
-
-
-def default_jobs() -> int:
-    """Worker processes to use by default: the machine's cores."""
-    return max(1, os.cpu_count() or 1)

@@ -7,7 +7,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope", "best_seconds", "UNDEFINED"]
+__all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope", "best_seconds",
+           "sign_test", "win_fraction_interval", "paired_mean_interval", "UNDEFINED"]
 
 from .report import UNDEFINED  # "—": a value undefined for a row (no finite measurement)
 
@@ -162,3 +163,53 @@ def bootstrap_mean_interval(values: Iterable[float], level: float = 0.95, n_boot
     tail = (1.0 - level) / 2.0
     return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
 
+
+
+def win_fraction_interval(wins: int, losses: int, level: float = 0.90) -> tuple[float, float]:
+    """Exact (Clopper–Pearson) interval for the fraction of decided pairs that are wins.
+
+    The two-sided ``level`` = 0.90 leaves 5 % on each side, the level of a one-sided exact
+    sign test at p < 0.05: the lower end is above 0.5 exactly when that test rejects.
+    ``(nan, nan)`` when no pair is decided.
+
+    Examples
+    --------
+    >>> low, high = win_fraction_interval(55, 20)
+    >>> round(low, 3), round(high, 3)
+    (0.637, 0.816)
+    """
+    from scipy.stats import binomtest
+
+    wins, losses = int(wins), int(losses)
+    if wins < 0 or losses < 0:
+        raise ValueError(f"wins and losses must be >= 0, got {wins}, {losses}")
+    if wins + losses == 0:
+        return float("nan"), float("nan")
+    ci = binomtest(wins, wins + losses).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def paired_mean_interval(diffs: Iterable[float], level: float = 0.95, *, method: str = "BCa",
+                         n_resamples: int = 9999, seed: int = 0) -> tuple[float, float]:
+    """Bootstrap interval of the mean of paired differences (``scipy.stats.bootstrap``).
+
+    ``diffs`` are per-pair differences (method − baseline on the same seed, token, instance),
+    so resampling them is the paired bootstrap. BCa by default; a constant sample gives the
+    degenerate interval (value, value); fewer than two values gives ``(nan, nan)``.
+
+    Examples
+    --------
+    >>> paired_mean_interval([1.0, 1.0, 1.0])
+    (1.0, 1.0)
+    """
+    from scipy.stats import bootstrap
+
+    d = np.asarray(list(diffs), dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size < 2:
+        return float("nan"), float("nan")
+    if np.all(d == d[0]):
+        return float(d[0]), float(d[0])
+    res = bootstrap((d,), np.mean, confidence_level=level, method=method,
+                    n_resamples=n_resamples, random_state=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -25,6 +25,7 @@ __all__ = ["attention_head_scores", "pai_edits", "steering_edit", "random_circui
 def attention_head_scores(model, pairs) -> pd.DataFrame:
     """Mean attention mass from the query token ``N`` of ``X^+`` to the visual keys, per head."""
     adapter = HFAdapter.wrap(model)
+    pairs = pairs.to(adapter.device)
     cap = Capture(attention=True)
     adapter.forward(pairs.emotional, capture=cap)
     vis = pairs.visual_mask

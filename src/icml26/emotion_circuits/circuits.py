@@ -84,7 +84,7 @@ def specificity(effects: np.ndarray) -> float:
 def _categories(adapter: HFAdapter, ids: torch.Tensor, wheel: EmotionWheel) -> torch.Tensor:
     if adapter.vocabulary is None:
         raise ValueError("the adapter has no vocabulary; pass vocabulary= to HFAdapter")
-    return wheel.category_ids(adapter.vocabulary)[ids]
+    return wheel.category_ids(adapter.vocabulary).to(ids.device)[ids]
 
 
 def describe(adapter, prompts, labels, wheel, n_tokens, seed, edits=(), **kw) -> dict:
@@ -115,6 +115,7 @@ def behaviour(model, pairs, wheel, n_tokens: int, seed: int, edits=(), prompts: 
     """Mean token hit rate ``H``, sample ``HIT``, joy-hallucination rate (non-joy samples whose
     predicted set contains joy, ``wheel`` category 0) and object-word accuracy of one condition."""
     adapter = HFAdapter.wrap(model)
+    pairs = pairs.to(adapter.device)
     x = pairs.emotional if prompts == "emotional" else pairs.neutral
     out = describe(adapter, x, pairs.labels, wheel, n_tokens, seed, edits=edits)
     non_joy = pairs.labels != 0
@@ -169,6 +170,7 @@ class SteeringVectors:
         check_int(self.n_tokens, "n_tokens", min_value=1)
         check_int(self.n_gen_positions, "n_gen_positions", min_value=0, max_value=self.n_tokens)
         adapter = HFAdapter.wrap(model)
+        pairs = pairs.to(adapter.device)
         if len(wheel) < 2:
             raise ValueError(f"wheel must have at least 2 emotions, got {len(wheel)}")
         if int(pairs.labels.max()) >= len(wheel):
@@ -186,7 +188,7 @@ class SteeringVectors:
         self.S_ = s_query[valid].mean(0)
         self.S_generated_ = (diffs[valid][:, :, n + 1:n + 1 + g].mean((0, 2)) if g
                              else torch.zeros_like(self.S_))
-        per = torch.zeros(len(wheel), *self.S_.shape)
+        per = self.S_.new_zeros(len(wheel), *self.S_.shape)
         for k in range(len(wheel)):
             pick = valid & (pairs.labels == k)
             if bool(pick.any()):
@@ -260,6 +262,7 @@ class CircuitLocalizer:
     def scan_layers(self, model, pairs, wheel) -> pd.DataFrame:
         """``𝓒_l = mean_j 𝓗(X̃_j^-; l) − 𝓗(X_j^-)`` for every layer (neutral runs, label-wise vectors)."""
         adapter = HFAdapter.wrap(model)
+        pairs = pairs.to(adapter.device)
         n_tok = self.steering.n_tokens
         base = describe(adapter, pairs.neutral, pairs.labels, wheel, n_tok, self.seed)["H"]
         rows = []
@@ -275,6 +278,7 @@ class CircuitLocalizer:
     def intention(self, model, pairs) -> pd.DataFrame:
         """``𝓘(c) = cos(A_c, S_l)`` at the query token and over the first ``G`` generated positions."""
         adapter = HFAdapter.wrap(model)
+        pairs = pairs.to(adapter.device)
         sv, n, g = self.steering, pairs.query_pos, self.n_gen_positions
         cont = adapter.embed(sv.continuation_[:, :g])
         heads = []
@@ -314,6 +318,7 @@ class CircuitLocalizer:
             (one forward per head).
         """
         adapter = HFAdapter.wrap(model)
+        pairs = pairs.to(adapter.device)
         if metric not in ("expected_hit_rate", "hit_rate", "projection"):
             raise ValueError(f"metric must be 'expected_hit_rate', 'hit_rate' or 'projection', got {metric!r}")
         all_heads = [(l, h) for l in range(adapter.n_layers) for h in range(adapter.n_heads)]
@@ -404,6 +409,7 @@ class CircuitLocalizer:
         """``κ_{l,n}`` for every MLP neuron of ``layers`` (default all), sorted descending, with
         a ``top`` flag on the ``top_k`` largest per call."""
         adapter = HFAdapter.wrap(model)
+        pairs = pairs.to(adapter.device)
         check_int(top_k, "top_k", min_value=1, max_value=adapter.n_neurons * adapter.n_layers)
         layers = list(range(adapter.n_layers)) if layers is None else [
             check_int(int(l), "layers", min_value=0, max_value=adapter.n_layers - 1) for l in layers]

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from icml26.core.device import cpu_only, job_device, uses_device
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import loglog_slope, summary_table
 
@@ -97,9 +98,10 @@ def _interventions(model, circuit, localizer, scan, test, cfg, seed, beta, gamma
     return out
 
 
+@uses_device
 def run_planted(config: PlantedConfig, seed: int) -> dict:
     torch.set_num_threads(1)
-    toy = ToyLVLM.planted(seed=seed, description=config.toy)
+    toy = ToyLVLM.planted(seed=seed, description=config.toy).to(job_device())
     model = toy.adapter()
     pairs = make_pairs(toy, n=config.n_pairs, seed=seed)
     analysis, test = pairs.split(config.n_pairs // 2)
@@ -299,6 +301,7 @@ class TrainedConfig:
     cache: bool = True          # keep trained weights in the icml26 cache folder (reruns skip training)
 
 
+@uses_device
 def run_trained(config: TrainedConfig, seed: int) -> dict:
     from scipy.stats import spearmanr
 
@@ -306,7 +309,8 @@ def run_trained(config: TrainedConfig, seed: int) -> dict:
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    model, world = train_tier2(seed, replace(Tier2Config(), steps=config.steps), use_cache=config.cache)
+    model, world = train_tier2(seed, replace(Tier2Config(), steps=config.steps), use_cache=config.cache,
+                               device=job_device())
     train_s = time.perf_counter() - start
     adapter = tier2_adapter(model)
     analysis = tier2_pairs(model, world, config.n_analysis, 1000 + seed)
@@ -409,6 +413,7 @@ def scaling_tasks(config: ScalingConfig) -> list:
     return [{"heads": int(h)} for h in config.heads]
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int, task: dict) -> dict:
     seconds = head_scoring_seconds(config.n_layers, task["heads"], config.hidden, config.n_pairs, config.repeats)
     return {"components": config.n_layers * task["heads"], "seconds": seconds}

@@ -238,6 +238,12 @@ class HFAdapter:
         own = getattr(model_or_adapter, "emotion_circuits_adapter", None)   # ToyLVLM: vocabulary set
         return own() if callable(own) else cls(model_or_adapter)
 
+    @property
+    def device(self) -> torch.device:
+        """The device of the model's parameters (where prompts and pairs are moved)."""
+        param = next(self.model.parameters(), None)
+        return torch.device("cpu") if param is None else param.device
+
     def visual_mask(self, input_ids: torch.Tensor) -> torch.Tensor:
         if self.visual_token_mask_fn is None:
             raise ValueError("visual_token_mask_fn was not given to HFAdapter; pass visual_mask explicitly")

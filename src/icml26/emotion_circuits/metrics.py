@@ -92,7 +92,8 @@ def category_counts(categories: torch.Tensor, n_categories: int) -> torch.Tensor
     """``(B, K)`` counts of each wheel category among each sample's generated words
     (``categories`` holds one category index per word, -1 for non-emotion words)."""
     categories = torch.as_tensor(categories).long()
-    counts = torch.zeros(categories.shape[0], n_categories + 1, dtype=torch.long)
+    counts = torch.zeros(categories.shape[0], n_categories + 1, dtype=torch.long,
+                         device=categories.device)
     counts.scatter_add_(1, categories.clamp(min=-1) + 1, torch.ones_like(categories))
     return counts[:, 1:]
 

@@ -88,35 +88,43 @@ def _prompts(model, world: _World, visual: np.ndarray) -> torch.Tensor:
     n = visual.shape[0]
     bos = emb[VOCABULARY.index("<bos>")].expand(n, 1, -1)
     q = emb[VOCABULARY.index("<q>")].expand(n, 1, -1)
-    patches = torch.tensor(visual, dtype=torch.float32) @ world.projector
+    patches = torch.tensor(visual, dtype=torch.float32, device=emb.device) @ world.projector.to(emb.device)
     return torch.cat([bos, patches, q], 1)
 
 
-def _cache_file(seed: int, config: Tier2Config):
+def _cache_file(seed: int, config: Tier2Config, device: str = "cpu"):
     import dataclasses
     import hashlib
     import json
 
     from icml26.core.cache import cache_root
 
-    key = hashlib.sha256(json.dumps([seed, dataclasses.asdict(config), 1], sort_keys=True).encode()).hexdigest()[:16]
+    spec = [seed, dataclasses.asdict(config), 1]
+    if device != "cpu":               # another device trains other weights: its own entry
+        spec.append({"device": device})
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root("emotion_circuits") / f"tier2_{key}.pt"
 
 
-def train_tier2(seed: int, config: Tier2Config = Tier2Config(), use_cache: bool = True):
-    """Train the tier-2 model for ``seed``; returns ``(model, world)`` (model in eval mode).
+def train_tier2(seed: int, config: Tier2Config = Tier2Config(), use_cache: bool = True,
+                device="cpu"):
+    """Train the tier-2 model for ``seed``; returns ``(model, world)`` (model in eval mode, on
+    ``device``).
 
     With ``use_cache`` the trained weights are kept in the icml26 cache folder (written
-    atomically) and reused, so a rerun skips training.
+    atomically) and reused, so a rerun skips training; a non-CPU device keys its own entry.
     """
+    from icml26.core.device import resolve_device
+
     from icml26.core.cache import atomic_file
     from icml26.zoo import tiny_llama
 
     check_int(seed, "seed", min_value=0)
     world = _World(seed, config.hidden)
+    device = resolve_device(device)
     model = tiny_llama(vocab=len(VOCABULARY), hidden=config.hidden, layers=config.layers, heads=config.heads,
-                       seed=seed, intermediate=config.intermediate, max_position=64)
-    path = _cache_file(seed, config)
+                       seed=seed, intermediate=config.intermediate, max_position=64).to(device)
+    path = _cache_file(seed, config, device.type)
     if use_cache and path.is_file():
         saved = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(saved["state"])
@@ -130,7 +138,7 @@ def train_tier2(seed: int, config: Tier2Config = Tier2Config(), use_cache: bool 
         emo, neu, labels, objects, _ = toy_images(config.batch, 0, world.raw, 0.1, rng=rng)
         emotional = rng.random(config.batch) < 0.75
         visual = np.where(emotional[:, None, None], emo, neu)
-        ids = torch.tensor(_descriptions(labels, objects, emotional, rng, config))
+        ids = torch.tensor(_descriptions(labels, objects, emotional, rng, config), device=device)
         prompt = _prompts(model, world, visual)
         x = torch.cat([prompt, model.get_input_embeddings()(ids[:, :-1])], 1)
         logits = model(inputs_embeds=x, use_cache=False).logits[:, QUERY_POS:]
@@ -154,9 +162,10 @@ def tier2_pairs(model, world: _World, n: int, seed: int) -> Pairs:
         pe, pn = _prompts(model, world, emo), _prompts(model, world, neu)
     visual = torch.zeros(N_VISUAL + 2, dtype=torch.bool)
     visual[1:N_VISUAL + 1] = True
-    return Pairs(pe, pn, torch.tensor(labels), visual, QUERY_POS, objects=torch.tensor(objects),
-                 object_token_ids=torch.tensor([VOCABULARY.index(w) for w in OBJECT_WORDS]),
-                 extra={"strength": torch.tensor(strength, dtype=torch.float32)})
+    pairs = Pairs(pe, pn, torch.tensor(labels), visual, QUERY_POS, objects=torch.tensor(objects),
+                  object_token_ids=torch.tensor([VOCABULARY.index(w) for w in OBJECT_WORDS]),
+                  extra={"strength": torch.tensor(strength, dtype=torch.float32)})
+    return pairs.to(pe.device)
 
 
 def tier2_adapter(model):

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml26.core.device import to_numpy
 from icml26.core.validation import check_int
 
 from .metrics import EmotionWheel
@@ -230,7 +231,7 @@ class ToyLVLM(nn.Module):
         if self.description == "shared":
             return None
         kind = torch.tensor([0 if w in OBJECT_WORDS else 1 if WHEEL.category(w) is not None else 2
-                             for w in self.vocabulary])
+                             for w in self.vocabulary], device=positions.device)
         slot = positions - QUERY_POS
         gen = (slot >= 0)[:, None]
         content = (slot % 2 == 0)[:, None]
@@ -465,6 +466,15 @@ class Pairs:
     def split(self, n_first: int) -> tuple:
         return self.subset(range(n_first)), self.subset(range(n_first, len(self)))
 
+    def to(self, device) -> "Pairs":
+        """The pairs with every tensor on ``device``."""
+        move = (lambda x: None if x is None else x.to(device))
+        return replace(self, emotional=move(self.emotional), neutral=move(self.neutral),
+                       labels=move(self.labels), visual_mask=move(self.visual_mask),
+                       objects=move(self.objects), object_token_ids=move(self.object_token_ids),
+                       extra={k: move(v) if isinstance(v, torch.Tensor) else v
+                              for k, v in self.extra.items()})
+
 
 def toy_images(n: int, seed: int, raw_vectors: torch.Tensor, noise: float, rng=None):
     """Visual tokens in the unrotated coordinates: ``(emotional, neutral, labels, objects, strength)``.
@@ -480,7 +490,7 @@ def toy_images(n: int, seed: int, raw_vectors: torch.Tensor, noise: float, rng=N
     strength = rng.uniform(0.3, 1.2, n)
     base = np.zeros((n, N_VISUAL, D_MODEL))
     base[:, :, _e("vis")] = 1.0
-    raw = raw_vectors.numpy()
+    raw = to_numpy(raw_vectors)
     cue_mask = np.zeros((n, N_VISUAL), bool)
     for i in range(n):
         patch_obj = rng.integers(0, 8, N_VISUAL)
@@ -496,7 +506,8 @@ def toy_images(n: int, seed: int, raw_vectors: torch.Tensor, noise: float, rng=N
 
 def make_pairs(toy: ToyLVLM, n: int = 400, seed: int = 0) -> Pairs:
     """``n`` counterfactual pairs for the ToyLVLM: ``[BOS] v_1..v_16 [q]`` with an emotional vs a
-    neutral image of the same scene (see :func:`toy_images`), as prompt embeddings.
+    neutral image of the same scene (see :func:`toy_images`), as prompt embeddings on the
+    toy's device.
 
     Examples
     --------
@@ -508,20 +519,22 @@ def make_pairs(toy: ToyLVLM, n: int = 400, seed: int = 0) -> Pairs:
     check_int(n, "n", min_value=1)
     check_int(seed, "seed", min_value=0)
     emo, neu, labels, objects, strength = toy_images(n, seed, toy.raw_vectors, toy.params.noise)
-    basis = toy.basis.numpy()
+    basis = to_numpy(toy.basis)
+    device = toy.basis.device
     emb = toy.model.embed_tokens.weight.detach()
     bos = emb[VOCABULARY.index("<bos>")].expand(n, 1, -1)
     q = emb[VOCABULARY.index("<q>")].expand(n, 1, -1)
 
     def prompt(vis):
-        return torch.cat([bos, torch.tensor(vis @ basis.T, dtype=torch.float32), q], 1)
+        return torch.cat([bos, torch.tensor(vis @ basis.T, dtype=torch.float32, device=device), q], 1)
 
     visual = torch.zeros(N_VISUAL + 2, dtype=torch.bool)
     visual[1:N_VISUAL + 1] = True
-    return Pairs(prompt(emo), prompt(neu), torch.tensor(labels), visual, QUERY_POS,
-                 objects=torch.tensor(objects),
-                 object_token_ids=torch.tensor([VOCABULARY.index(w) for w in OBJECT_WORDS]),
-                 extra={"strength": torch.tensor(strength, dtype=torch.float32)})
+    pairs = Pairs(prompt(emo), prompt(neu), torch.tensor(labels), visual, QUERY_POS,
+                  objects=torch.tensor(objects),
+                  object_token_ids=torch.tensor([VOCABULARY.index(w) for w in OBJECT_WORDS]),
+                  extra={"strength": torch.tensor(strength, dtype=torch.float32)})
+    return pairs.to(device)
 
 
 # -- calibration ------------------------------------------------------------------------------

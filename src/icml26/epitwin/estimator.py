@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 
+from icml26.core.device import resolve_device, to_numpy
 from icml26.core.validation import check_choice, check_finite_array, check_int, check_scalar_in
 
 from .data import SEEGMontage, raw_to_arrays, windows as cut_windows
@@ -290,6 +291,10 @@ class FunctionalPredictor(torch.nn.Module):
         return F.fill_diagonal_(1.0) if not F.requires_grad else F
 
 
+def _on(tensors: dict, device) -> dict:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in tensors.items()}
+
+
 def _window_corr(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     xc = x - x.mean(-1, keepdim=True)
     z = xc / (xc.norm(dim=-1, keepdim=True) + eps)
@@ -321,6 +326,11 @@ class _NeuralReconstructor(BaseReconstructor):
         if not 1 <= lo <= hi:
             raise ValueError(f"mask_shafts must be (low, high) with 1 <= low <= high, got {self.mask_shafts}")
 
+    def _device(self):
+        """Where the networks live: ``device_`` (set by fit), else the resolved ``device``."""
+        device = getattr(self, "device_", None)
+        return device if device is not None else resolve_device(getattr(self, "device", "cpu"))
+
     # per-patient tensors ---------------------------------------------------------------------
     def _patient_tensors(self, montage, Z=None):
         t = montage_tensors(montage, k_lap=getattr(self, "k_lap", 8))
@@ -351,10 +361,12 @@ class _NeuralReconstructor(BaseReconstructor):
         if self.functional == "none" or not getattr(self, "use_gfba", False):
             return
         feats, targets = [], []
+        device = self._device()
+        self.f_predictor_.to(device)
         for p in patients:
-            F = torch.as_tensor(functional_similarity(p["Z"]), dtype=torch.float32)
+            F = torch.as_tensor(functional_similarity(p["Z"]), dtype=torch.float32, device=device)
             self.functional_[p["key"]] = F
-            off = ~torch.eye(len(F), dtype=torch.bool)
+            off = ~torch.eye(len(F), dtype=torch.bool, device=device)
             feats.append(FunctionalPredictor.features(p["t"])[off])
             targets.append(F[off])
         feats, targets = torch.cat(feats), torch.cat(targets)
@@ -382,7 +394,8 @@ class _NeuralReconstructor(BaseReconstructor):
     def _forward(self, model, p, x, mask, train=False, rng=None, context=None):
         t = p["t"]
         if train and getattr(self, "use_hspe", False):
-            signs = torch.as_tensor(rng.choice([-1.0, 1.0], size=t["lap"].shape[1]), dtype=torch.float32)
+            signs = torch.as_tensor(rng.choice([-1.0, 1.0], size=t["lap"].shape[1]), dtype=torch.float32,
+                                    device=t["lap"].device)
             t = dict(t, lap=t["lap"] * signs)
         F = self._functional(t, x, mask, p["key"])
         x = x.masked_fill(mask[..., None], 0.0)
@@ -395,7 +408,7 @@ class _NeuralReconstructor(BaseReconstructor):
         c = np.asarray(context, dtype=np.int64)
         B, T = c.shape
         onehot = np.eye(self.n_context, dtype=np.float32)[c].reshape(B, T // self.patch, self.patch, -1)
-        return torch.as_tensor(onehot.sum(2).argmax(-1))
+        return torch.as_tensor(onehot.sum(2).argmax(-1), device=self._device())
 
     @staticmethod
     def _rec_loss(y, x, mask, observed_weight):
@@ -430,9 +443,9 @@ class _NeuralReconstructor(BaseReconstructor):
             for p, v in zip(patients, val):
                 V, C = v["Z"], v.get("C")
                 ids = np.unique(p["montage"].shaft)
-                x = torch.as_tensor(V)
+                x = torch.as_tensor(V, device=self._device())
                 mask = torch.as_tensor(np.stack([p["montage"].shaft == ids[w % len(ids)]
-                                                 for w in range(len(V))]))
+                                                 for w in range(len(V))]), device=x.device)
                 for i in range(0, len(V), 32):
                     y = self._forward(model, p, x[i:i + 32], mask[i:i + 32],
                                       context=None if C is None else C[i:i + 32])
@@ -440,8 +453,8 @@ class _NeuralReconstructor(BaseReconstructor):
                     se += float((((y - x[i:i + 32]) ** 2) * m[..., None].float()).sum())
                     n += float(m.sum()) * x.shape[-1]
                     if spectral:
-                        truth.append(x[i:i + 32][m].numpy())
-                        pred.append(y[m].numpy())
+                        truth.append(to_numpy(x[i:i + 32][m]))
+                        pred.append(to_numpy(y[m]))
         model.train()
         rmse = math.sqrt(se / max(n, 1.0))
         if not spectral:
@@ -451,6 +464,7 @@ class _NeuralReconstructor(BaseReconstructor):
 
     def _fit(self, patients, val):
         self._check_params()
+        self.device_ = resolve_device(getattr(self, "device", "cpu"))
         torch.manual_seed(self.seed)
         rng = np.random.default_rng(self.seed)
         for p in patients:
@@ -459,9 +473,9 @@ class _NeuralReconstructor(BaseReconstructor):
                                  f"window={self.window}")
             if p["Z"].shape[-1] < self.patch:
                 raise ValueError(f"window shorter than patch={self.patch}")
-            p["t"] = self._patient_tensors(p["montage"])
+            p["t"] = _on(self._patient_tensors(p["montage"]), self._device())
         self._fit_functional(patients)
-        model = self._build()
+        model = self._build().to(self._device())
         n_adv = int(round(0.3 * self.epochs)) if self.adversarial else 0
         n_rec = self.epochs - n_adv
         steps = max(1, n_rec * sum(math.ceil(len(p["Z"]) / self.batch_size) for p in patients))
@@ -483,8 +497,9 @@ class _NeuralReconstructor(BaseReconstructor):
             total = 0.0
             for pi, idx in self._batches(rng, patients):
                 p = patients[pi]
-                x = torch.as_tensor(p["Z"][idx])
-                mask = torch.as_tensor(self._sample_masks(rng, p["montage"].shaft, len(idx)))
+                x = torch.as_tensor(p["Z"][idx], device=self._device())
+                mask = torch.as_tensor(self._sample_masks(rng, p["montage"].shaft, len(idx)),
+                                       device=x.device)
                 c = None if p.get("C") is None else p["C"][idx]
                 loss = self._rec_loss(self._forward(model, p, x, mask, True, rng, c), x, mask,
                                       self.observed_weight)
@@ -538,7 +553,7 @@ class _NeuralReconstructor(BaseReconstructor):
     def _refine(self, model, patients, val, rng, n_adv, stage1_best):
         stage1_state = copy.deepcopy(model.state_dict())
         _, self.stage1_val_lsd_, self.stage1_val_soi_ = self._val_eval(model, patients, val, True)
-        D = MultiScaleDiscriminator()
+        D = MultiScaleDiscriminator().to(self._device())
         opt_g = torch.optim.AdamW(model.parameters(), lr=REFINE_LR, weight_decay=self.weight_decay)
         opt_d = torch.optim.Adam(D.parameters(), lr=REFINE_LR, betas=(0.5, 0.9))
         epochs, states, reason = [], [], ""
@@ -547,8 +562,9 @@ class _NeuralReconstructor(BaseReconstructor):
             n_batches = 0
             for pi, idx in self._batches(rng, patients):
                 p = patients[pi]
-                x = torch.as_tensor(p["Z"][idx])
-                mask = torch.as_tensor(self._sample_masks(rng, p["montage"].shaft, len(idx)))
+                x = torch.as_tensor(p["Z"][idx], device=self._device())
+                mask = torch.as_tensor(self._sample_masks(rng, p["montage"].shaft, len(idx)),
+                                       device=x.device)
                 c = None if p.get("C") is None else p["C"][idx]
                 y = self._forward(model, p, x, mask, True, rng, c)
                 cond = self._conditioning(p["t"], x, mask)[mask]
@@ -610,8 +626,8 @@ class _NeuralReconstructor(BaseReconstructor):
                              "training montage; this montage was not trained on (use "
                              "signed_unmixing=False for unseen montages)")
         if getattr(self, "_pcache", {}).get("key") != key:
-            self._pcache = {"key": key, "p": {"t": self._patient_tensors(montage), "key": key,
-                                              "montage": montage}}
+            self._pcache = {"key": key, "p": {"t": _on(self._patient_tensors(montage), self._device()),
+                                              "key": key, "montage": montage}}
         p = self._pcache["p"]
         T = Z.shape[-1]
         if T < self.patch:
@@ -627,15 +643,16 @@ class _NeuralReconstructor(BaseReconstructor):
         else:
             length = self.window
         out = np.zeros_like(Z)
-        m = torch.as_tensor(mask)
+        device = self._device()
+        m = torch.as_tensor(mask, device=device)
         with torch.no_grad():
             for s in starts:
-                x = torch.as_tensor(np.ascontiguousarray(Z[..., s:s + length]))
+                x = torch.as_tensor(np.ascontiguousarray(Z[..., s:s + length]), device=device)
                 for i in range(0, len(x), 64):
                     xb = x[i:i + 64]
                     c = None if context is None else context[i:i + 64, s:s + length]
-                    out[i:i + 64, :, s:s + length] = self._forward(
-                        self.model_, p, xb, m[None].expand(len(xb), -1), context=c).numpy()
+                    out[i:i + 64, :, s:s + length] = to_numpy(self._forward(
+                        self.model_, p, xb, m[None].expand(len(xb), -1), context=c))
         return out
 
 
@@ -669,6 +686,10 @@ class EpiTwin(_NeuralReconstructor):
     observed_weight : float
         Weight of the identity loss on observed contacts.
     seed : int
+    device : str or torch.device
+        Where the networks train and reconstruct (``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"auto"``);
+        signals in and out stay numpy. Masks and batch orders are drawn on the CPU (numpy);
+        dropout masks on ``device``.
     geometry_start : bool
         #36's geometry-aware start (a Resolution): GFBA read-out at the least-squares fit of
         ``-2 ln d``, ``lambda_h`` = 15, zero-initialised decoder plus the attention-weighted
@@ -714,11 +735,11 @@ class EpiTwin(_NeuralReconstructor):
                  mask_shafts: tuple = (1, 2), observed_weight: float = 0.1, seed: int = 0,
                  geometry_start: bool = True, mask_hidden_keys: bool = True,
                  signed_unmixing: bool = True, n_regimes: int = UNMIXING_REGIMES,
-                 n_context: int = 0, refine_checkpoint: str = "best_rmse"):
+                 n_context: int = 0, refine_checkpoint: str = "best_rmse", device="cpu"):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
         self.geometry_start, self.mask_hidden_keys = geometry_start, mask_hidden_keys
         self.signed_unmixing, self.n_regimes, self.n_context = signed_unmixing, n_regimes, n_context
-        self.refine_checkpoint = refine_checkpoint
+        self.refine_checkpoint, self.device = refine_checkpoint, device
         self.k_lap, self.lambda_adv, self.lambda_fm = k_lap, lambda_adv, lambda_fm
         self.adversarial, self.use_hspe, self.use_gfba = adversarial, use_hspe, use_gfba
         self.use_functional, self.functional, self.epochs = use_functional, functional, epochs
@@ -763,16 +784,17 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     MSE, trained from scratch with the same optimiser, masking and schedule as EpiTwin's stage 1.
     Parameters as :class:`EpiTwin` (``patch`` defaults to 128: full attention over N x L tokens
     is costlier). ``geometry_start`` gives it the same residual start as EpiTwin (zero decoder
-    plus the fixed inverse-distance interpolation), for parity (#36). ``mask_hidden_keys`` as
-    :class:`EpiTwin`."""
+    plus the fixed inverse-distance interpolation), for parity. ``mask_hidden_keys`` and
+    ``device`` as in :class:`EpiTwin`."""
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 128,
                  epochs: int = 20, batch_size: int = 16, lr: float = 1e-3,
                  weight_decay: float = 1e-2, dropout: float = 0.1, window: int = 512,
                  stride: int = 256, mask_shafts: tuple = (1, 2), observed_weight: float = 0.1,
-                 seed: int = 0, geometry_start: bool = True, mask_hidden_keys: bool = True):
+                 seed: int = 0, geometry_start: bool = True, mask_hidden_keys: bool = True,
+                 device="cpu"):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
-        self.geometry_start, self.mask_hidden_keys = geometry_start, mask_hidden_keys
+        self.geometry_start, self.mask_hidden_keys, self.device = geometry_start, mask_hidden_keys, device
         self.epochs, self.batch_size, self.lr = epochs, batch_size, lr
         self.weight_decay, self.dropout, self.window, self.stride = weight_decay, dropout, window, stride
         self.mask_shafts, self.observed_weight, self.seed = mask_shafts, observed_weight, seed

@@ -46,6 +46,7 @@ import torch  # noqa: E402
 from scipy.signal import welch  # noqa: E402
 
 from icml26.core.cache import cache_root, cached_json  # noqa: E402
+from icml26.core.device import cpu_only, device_cache_key, job_device, uses_device  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import (best_seconds, loglog_slope, sign_test,  # noqa: E402
                                summary_table)
@@ -259,7 +260,8 @@ def protocol_data(config: ProtocolConfig) -> dict:
 def _models(config: ProtocolConfig, method: str, seed: int):
     common = dict(d_model=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
                   epochs=config.epochs, batch_size=config.batch_size, window=config.window,
-                  stride=config.train_stride, seed=seed, mask_hidden_keys=config.mask_hidden_keys)
+                  stride=config.train_stride, seed=seed, mask_hidden_keys=config.mask_hidden_keys,
+                  device=job_device())
     functional = "static" if config.protocol == "W" else "dynamic"
     ep = dict(common, patch=config.patch, functional=functional, lr=config.lr,
               signed_unmixing=config.signed_unmixing and config.protocol == "W",
@@ -339,6 +341,7 @@ def _job_key(config: ProtocolConfig, seed: int, task: dict) -> list:
                  "signed_unmixing", "mask_hidden_keys", "d_model", "n_layers", "n_heads",
                  "batch_size"}
     settings = {k: v for k, v in asdict(config).items() if k not in skip}
+    settings.update(device_cache_key())
     return [settings, seed, task, JOB_CACHE_VERSION]
 
 
@@ -352,6 +355,7 @@ def _task_config(config: ProtocolConfig, task: dict) -> ProtocolConfig:
     return replace(config, **change)
 
 
+@uses_device
 def run_protocol(config: ProtocolConfig, seed: int, task: dict) -> dict:
     """Train (or fit) one method and evaluate it leave-one-shaft-out on the test block (stored
     in ``config.cache_dir`` when given, so a stopped run resumes)."""
@@ -961,6 +965,7 @@ def laplacian_pe_error(phi, vals, vecs, n_zero, gap=1e-6) -> float:
     return float(err)
 
 
+@cpu_only("exact property checks on small untrained modules")
 def run_properties(config: PropertyConfig, seed: int) -> dict:
     torch.manual_seed(seed)
     X, montage, _ = make_synthetic_seeg(0, seed, config.duration_s, n_shafts=config.n_shafts)
@@ -1051,6 +1056,7 @@ def scaling_tasks(config: ScalingConfig) -> list:
     return [{"axis": "N"}, {"axis": "T"}]
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int, task: dict) -> dict:
     torch.set_num_threads(1)
     kw = dict(d_model=config.d_model, n_layers=config.n_layers, patch=config.patch,

@@ -146,6 +146,15 @@ class ClientGraph:
     def n_nodes(self) -> int:
         return int(self.x.shape[0])
 
+    def to(self, device) -> "ClientGraph":
+        """The graph with its tensors on ``device`` (``self`` when they are there already)."""
+        device = torch.device(device)
+        if self.x.device == device and self.edge_index.device == device:
+            return self
+        return ClientGraph(self.x.to(device), self.edge_index.to(device), self.y.to(device),
+                           self.train_mask.to(device), self.val_mask.to(device),
+                           self.test_mask.to(device), dict(self.meta))
+
     @property
     def n_edges(self) -> int:
         """Number of undirected edges."""

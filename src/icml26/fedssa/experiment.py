@@ -33,6 +33,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
+from icml26.core.device import cpu_only, job_device, uses_device  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import loglog_slope, summary_table  # noqa: E402
 
@@ -123,7 +124,7 @@ def _run_method(config: FederationConfig, seed: int, method: str, graphs) -> dic
     start, cpu_start = time.perf_counter(), time.process_time()
     algorithm = "fedssa" if method.startswith("fedssa") else method
     history = run_federation(algorithm, graphs, _fedssa_config(config, method, graphs), config.rounds,
-                             seed=seed, n_classes=config.n_classes)
+                             seed=seed, n_classes=config.n_classes, device=job_device())
     out = {"method": method, "score": 100 * history.score(),
            "cpu_seconds": time.process_time() - cpu_start,
            "val_score": 100 * float(np.nanmean(np.nanmax(history.val, axis=0))),
@@ -142,8 +143,8 @@ def _run_method(config: FederationConfig, seed: int, method: str, graphs) -> dic
         out["final_semantic"] = history.clusters[-1]["semantic"].tolist()
         out["final_structural"] = history.clusters[-1]["structural"].tolist()
         with torch.no_grad():
-            out["signatures"] = [c.signature().numpy().tolist() for c in history.clients]
-            out["gammas"] = [c.net.filter.gamma.numpy().tolist() for c in history.clients]
+            out["signatures"] = [c.signature().cpu().tolist() for c in history.clients]
+            out["gammas"] = [c.net.filter.gamma.cpu().tolist() for c in history.clients]
         out["high_band_mass"] = [high_band_mass(s) for s in out["signatures"]]
         out["server_seconds"] = float(np.sum(history.server_seconds))
     return out
@@ -156,6 +157,7 @@ def dual_tasks(config: FederationConfig) -> list:
     return [{"method": m} for m in methods]
 
 
+@uses_device
 def run_dual(config: FederationConfig, seed: int, task: dict) -> dict:
     return _run_method(config, seed, task["method"], _federation(config, seed))
 
@@ -351,6 +353,7 @@ def grid_tasks(config: FederationConfig) -> list:
     return [{"beta_elbo": b, "lambda_sem": l} for b in BETA_GRID for l in LAMBDA_SEM_GRID]
 
 
+@uses_device
 def run_grid(config: FederationConfig, seed: int, task: dict) -> dict:
     cell = dataclasses.replace(config, beta_elbo=task["beta_elbo"], lambda_sem=task["lambda_sem"])
     out = _run_method(cell, seed, "fedssa", _federation(cell, seed))
@@ -392,6 +395,7 @@ def single_axis_tasks(config: FederationConfig) -> list:
     return [{"setting": s, "method": m} for s in SETTINGS for m in config.methods]
 
 
+@uses_device
 def run_single_axis(config: FederationConfig, seed: int, task: dict) -> dict:
     graphs = _federation(config, seed, **SETTINGS[task["setting"]])
     out = _run_method(config, seed, task["method"], graphs)
@@ -487,6 +491,7 @@ def server_time(n_clients: int, repeats: int, seed: int = 0) -> dict:
     return {"n_clients": n_clients, "seconds": _best(lambda: server.aggregate(payloads), repeats)}
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int, task: dict) -> dict:
     if task["kind"] == "epoch":
         return {"kind": "epoch", **epoch_time(task["n"], config.epochs, config.repeats,

@@ -43,6 +43,8 @@ import torch.nn.functional as F
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
+from icml26.core.device import resolve_device, seeded_rng, to_numpy
+
 from .data import ClientGraph
 from .model import (FedSSANet, classwise_gaussians, elbo_loss, gaussian_kl, gaussian_w2,
                     moment_match)
@@ -253,12 +255,18 @@ class GraphClient:
         with ``client_id`` and the round, each round's dropout and sampling.
     variational : bool
         Whether z is sampled in training (FedSSA) or taken as μ (baselines).
+    device : str or torch.device
+        Where the graph and the network live and train (``"cpu"``, ``"cuda"``, ``"cuda:N"``,
+        ``"auto"``); weights and payloads go in and out as numpy. The initial weights are drawn
+        on the CPU (the same on every device); dropout and z samples on ``device``.
     """
 
     def __init__(self, graph: ClientGraph, config: FedSSAConfig | None = None, n_classes: int | None = None,
-                 client_id: int = 0, seed: int = 0, variational: bool = False):
+                 client_id: int = 0, seed: int = 0, variational: bool = False, device="cpu"):
         if not isinstance(graph, ClientGraph):
             raise TypeError(f"graph must be a ClientGraph, got {type(graph).__name__}")
+        self.device = resolve_device(device)
+        graph = graph.to(self.device)
         self.graph = graph
         self.config = config = config or FedSSAConfig()
         self.client_id = int(client_id)
@@ -274,11 +282,11 @@ class GraphClient:
                                  f"expected labels in [0, {self.n_classes})")
         self.labels = graph.y.long()
         self.adj = normalized_adjacency(graph.edge_index, graph.n_nodes)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
+        with seeded_rng(self.seed):
             self.net = FedSSANet(graph.n_features, 1 if self.binary else self.n_classes,
                                  config.hidden, config.latent, config.K, config.alpha,
-                                 config.dropout, config.likelihood, variational, config.encoder)
+                                 config.dropout, config.likelihood, variational,
+                                 config.encoder).to(self.device)
         self.names = [n for n, _ in self.net.named_parameters()]
         self.groups = self.net.parameter_groups()
         # the deterministic backbone never uses the decoder or the log-variance head: keep them
@@ -328,7 +336,7 @@ class GraphClient:
         anchor = context.get("prox_anchor")
         mu = float(context.get("proximal_mu", 0.0))
         if anchor is None or mu == 0.0:
-            return torch.zeros(())
+            return torch.zeros((), device=self.device)
         params = dict(self.net.named_parameters())
         return 0.5 * mu * sum(((params[n] - a) ** 2).sum() for n, a in anchor.items())
 
@@ -338,8 +346,7 @@ class GraphClient:
         self.round_ += 1
         self.net.train()
         terms = {}
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(client_seed(self.seed, self.client_id, self.round_))
+        with seeded_rng(client_seed(self.seed, self.client_id, self.round_), self.device):
             for _ in range(self.config.local_epochs):
                 self.optimizer.zero_grad()
                 out = self.net(self.graph.x, self.adj)
@@ -380,11 +387,11 @@ def _metric(logits, y, mask, binary) -> float | None:
     if not bool(mask.any()):
         return None
     if binary:
-        truth = y[mask].numpy()
+        truth = to_numpy(y[mask])
         if len(np.unique(truth)) < 2:
             return None  # ROC-AUC undefined: the caller counts it as skipped
         from sklearn.metrics import roc_auc_score
-        return float(roc_auc_score(truth, logits[mask].numpy()))
+        return float(roc_auc_score(truth, to_numpy(logits[mask])))
     return float((logits[mask].argmax(-1) == y[mask]).float().mean())
 
 
@@ -397,6 +404,8 @@ class FedSSAClient(GraphClient):
     config : FedSSAConfig
     n_classes : int, optional
     client_id, seed : int
+    device : str or torch.device
+        As in :class:`GraphClient`.
 
     Examples
     --------
@@ -409,8 +418,8 @@ class FedSSAClient(GraphClient):
     """
 
     def __init__(self, graph: ClientGraph, config: FedSSAConfig | None = None,
-                 n_classes: int | None = None, client_id: int = 0, seed: int = 0):
-        super().__init__(graph, config, n_classes, client_id, seed, variational=True)
+                 n_classes: int | None = None, client_id: int = 0, seed: int = 0, device="cpu"):
+        super().__init__(graph, config, n_classes, client_id, seed, variational=True, device=device)
         self._spectrum = None
         self._moments = None
         self._moments_round = None
@@ -521,11 +530,14 @@ class FedSSAClient(GraphClient):
         for key, prefix in (("representatives", "rep"), ("prior", "prior")):
             if message.get(f"{prefix}_means") is not None:
                 context[key] = (
-                    torch.as_tensor(np.asarray(message[f"{prefix}_means"]), dtype=torch.float32),
-                    torch.as_tensor(np.asarray(message[f"{prefix}_stds"]), dtype=torch.float32),
-                    torch.as_tensor(np.asarray(message[f"{prefix}_present"])) > 0.5)
+                    torch.as_tensor(np.asarray(message[f"{prefix}_means"]), dtype=torch.float32,
+                                    device=self.device),
+                    torch.as_tensor(np.asarray(message[f"{prefix}_stds"]), dtype=torch.float32,
+                                    device=self.device),
+                    torch.as_tensor(np.asarray(message[f"{prefix}_present"]), device=self.device) > 0.5)
         if message.get("gamma_bar") is not None:
-            gamma_bar = torch.as_tensor(np.asarray(message["gamma_bar"]), dtype=torch.float64)
+            gamma_bar = torch.as_tensor(np.asarray(message["gamma_bar"]), dtype=torch.float64,
+                                        device=self.device)
             if gamma_bar.shape != self.net.filter.gamma.shape:
                 raise ValueError(f"gamma_bar must have shape {tuple(self.net.filter.gamma.shape)}, "
                                  f"got {tuple(gamma_bar.shape)}")
@@ -578,8 +590,10 @@ class FedSSAClient(GraphClient):
         """The optional ``dp_sigma`` Gaussian noise on uploaded class statistics."""
         if self.config.dp_sigma <= 0:
             return means, stds
-        means = means + self.config.dp_sigma * torch.randn(means.shape, generator=gen)
-        stds = (stds + self.config.dp_sigma * torch.randn(stds.shape, generator=gen)).abs().clamp_min(1e-3)
+        # drawn on the CPU from the client's generator, then moved: the same noise on every device
+        means = means + self.config.dp_sigma * torch.randn(means.shape, generator=gen).to(means.device)
+        stds = (stds + self.config.dp_sigma * torch.randn(stds.shape, generator=gen).to(stds.device)
+                ).abs().clamp_min(1e-3)
         return means, stds
 
 

@@ -78,8 +78,8 @@ class PolyFilter(nn.Module):
 
     def frequency_response(self, lam: torch.Tensor) -> torch.Tensor:
         """``g(λ) = Σ_k γ_k (1-λ)^k`` at the given eigenvalues."""
-        lam = torch.as_tensor(lam, dtype=self.gamma.dtype)
-        powers = (1.0 - lam)[..., None] ** torch.arange(self.K + 1, dtype=lam.dtype)
+        lam = torch.as_tensor(lam, dtype=self.gamma.dtype, device=self.gamma.device)
+        powers = (1.0 - lam)[..., None] ** torch.arange(self.K + 1, dtype=lam.dtype, device=lam.device)
         return powers @ self.gamma
 
     @torch.no_grad()
@@ -250,7 +250,7 @@ def elbo_loss(net: FedSSANet, x: torch.Tensor, y: torch.Tensor, out: dict, mask:
     if decoder == "features+adjacency" and edge_index is not None and edge_index.shape[1]:
         zz = out["z"]
         src, dst = edge_index
-        neg = torch.randint(0, zz.shape[0], edge_index.shape, generator=generator)
+        neg = torch.randint(0, zz.shape[0], edge_index.shape, generator=generator).to(zz.device)
         pos_logit = (zz[src] * zz[dst]).sum(-1)
         neg_logit = (zz[neg[0]] * zz[neg[1]]).sum(-1)
         loss = loss + F.binary_cross_entropy_with_logits(pos_logit, torch.ones_like(pos_logit)) \

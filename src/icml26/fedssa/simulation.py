@@ -117,7 +117,8 @@ def run_inprocess(strategy, clients: list, rounds: int) -> tuple[list, list, lis
 
 
 def run_federation(algorithm: str, clients: list, config: FedSSAConfig | None = None,
-                   rounds: int = 100, seed: int = 0, n_classes: int | None = None) -> History:
+                   rounds: int = 100, seed: int = 0, n_classes: int | None = None,
+                   device="cpu") -> History:
     """Run one method on a federation of client graphs, in process, on Flower's API.
 
     Parameters
@@ -131,6 +132,9 @@ def run_federation(algorithm: str, clients: list, config: FedSSAConfig | None = 
         Initial weights (shared by all clients) and every client's per-round randomness.
     n_classes : int, optional
         Defaults to the largest label over all clients plus one.
+    device : str or torch.device
+        Where every client's graph and network live (``"cpu"``, ``"cuda"``, ``"auto"``); the
+        server and the messages stay numpy.
 
     Returns
     -------
@@ -153,11 +157,13 @@ def run_federation(algorithm: str, clients: list, config: FedSSAConfig | None = 
         n_classes = max(int(c.y.max()) for c in clients) + 1
     m = len(clients)
     if algorithm == "fedssa":
-        trainers = [FedSSAClient(g, config, n_classes, client_id=i, seed=seed) for i, g in enumerate(clients)]
+        trainers = [FedSSAClient(g, config, n_classes, client_id=i, seed=seed, device=device)
+                    for i, g in enumerate(clients)]
         flower_clients = [FedSSANumPyClient(t) for t in trainers]
         strategy = FedSSAStrategy(config, min_clients=m, seed=seed)
     else:
-        trainers = [GraphClient(g, config, n_classes, client_id=i, seed=seed) for i, g in enumerate(clients)]
+        trainers = [GraphClient(g, config, n_classes, client_id=i, seed=seed, device=device)
+                    for i, g in enumerate(clients)]
         share = {"local": "none", "fedper": "body"}.get(algorithm, "all")
         flower_clients = [GraphNumPyClient(t, share) for t in trainers]
         strategy = {"local": lambda: LocalStrategy(m), "fedavg": lambda: make_fedavg(m),

@@ -46,7 +46,7 @@ def normalized_adjacency(edge_index: torch.Tensor, n: int, dtype=torch.float32) 
     True
     """
     edges = canonical_edges(edge_index, n)
-    loops = torch.arange(n).repeat(2, 1)
+    loops = torch.arange(n, device=edges.device).repeat(2, 1)
     idx = torch.cat([edges, loops], dim=1)
     degree = torch.bincount(idx[0], minlength=n).to(dtype)
     scale = degree.rsqrt()
@@ -90,7 +90,7 @@ def propagate(adj: torch.Tensor, signal: torch.Tensor, steps: int) -> list[torch
 def laplacian_spectrum(edge_index: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Eigenpairs of ``L = I - Â`` (float64, eigenvalues clipped to [0, 2]); O(n³)."""
     adj = normalized_adjacency(edge_index, n, dtype=torch.float64).to_dense()
-    lap = torch.eye(n, dtype=torch.float64) - adj
+    lap = torch.eye(n, dtype=torch.float64, device=adj.device) - adj
     evals, evecs = torch.linalg.eigh(0.5 * (lap + lap.T))
     return evals.clamp(0.0, 2.0), evecs
 
@@ -104,7 +104,7 @@ def band_edges(n_bands: int) -> np.ndarray:
 
 def _hankel(moments: torch.Tensor, K: int) -> torch.Tensor:
     """(B, 2K+1) power moments -> (B, K+1, K+1) with M[b, k, l] = m[b, k + l]."""
-    index = torch.arange(K + 1)
+    index = torch.arange(K + 1, device=moments.device)
     return moments[:, index[:, None] + index[None, :]]
 
 
@@ -139,10 +139,11 @@ def band_moments(evals: torch.Tensor, evecs: torch.Tensor, signal: torch.Tensor,
         raise ValueError(f"K must be >= 0, got {K}")
     lam = evals.to(torch.float64).clamp(0.0, 2.0)
     energy = ((evecs.to(torch.float64).T @ _centred(signal)) ** 2).sum(dim=1)  # c_j
-    edges = torch.from_numpy(band_edges(n_bands))
+    edges = torch.from_numpy(band_edges(n_bands)).to(lam.device)
     band = torch.bucketize(lam, edges[1:-1], right=True)  # band index 0..B-1; λ = 2 in the last
-    powers = (1.0 - lam)[:, None] ** torch.arange(2 * K + 1, dtype=torch.float64)[None, :]
-    moments = torch.zeros(n_bands, 2 * K + 1, dtype=torch.float64)
+    powers = (1.0 - lam)[:, None] ** torch.arange(2 * K + 1, dtype=torch.float64,
+                                                   device=lam.device)[None, :]
+    moments = torch.zeros(n_bands, 2 * K + 1, dtype=torch.float64, device=lam.device)
     moments.index_add_(0, band, powers * energy[:, None])
     return _hankel(moments, K)
 
@@ -190,10 +191,10 @@ def chebyshev_band_moments(adj: torch.Tensor, signal: torch.Tensor, K: int, n_ba
     for _ in range(2, degree + 1):
         cheb.append(-2.0 * (adj @ cheb[-1]) - cheb[-2])
     powers = propagate(adj, h0, 2 * K)
-    inner = torch.tensor([[float((c * p).sum()) for p in powers] for c in cheb], dtype=torch.float64)
+    inner = torch.stack([torch.stack([(c * p).sum() for p in powers]) for c in cheb])
     edges = band_edges(n_bands)
     coef = torch.from_numpy(np.stack([_jackson_band_coefficients(edges[b], edges[b + 1], degree)
-                                      for b in range(n_bands)]))
+                                      for b in range(n_bands)])).to(inner.device)
     return _hankel(coef @ inner, K)
 
 

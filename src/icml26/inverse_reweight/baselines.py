@@ -167,11 +167,11 @@ class LDAMLoss(nn.Module):
         raw = counts ** -0.25
         self.register_buffer("margins", torch.as_tensor(raw * (self.max_margin / raw.max()),
                                                         dtype=torch.float32))
-        self.weight = None
+        self.register_buffer("weight", None)      # a buffer: `.to(device)` moves it
         self.set_weight(weight)
 
     def set_weight(self, weight) -> None:
-        """Set (or clear with ``None``) the per-class weights."""
+        """Set (or clear with ``None``) the per-class weights (kept on the loss's device)."""
         if weight is not None:
             weight = torch.as_tensor(weight, dtype=torch.float32, device=self.margins.device)
             if weight.shape != self.margins.shape:

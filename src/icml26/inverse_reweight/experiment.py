@@ -31,6 +31,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from icml26.core.device import cpu_only, job_device, to_numpy, uses_device  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import loglog_slope, mean_std, summary_table  # noqa: E402
 
@@ -124,6 +125,7 @@ def long_tail_tasks(config: LongTailConfig) -> list:
     return [{"rho": float(rho), "method": m} for rho in config.rhos for m in config.methods]
 
 
+@uses_device
 def run_long_tail(config: LongTailConfig, seed: int, task: dict) -> dict:
     """Train one (ρ, method, seed) and measure accuracy, LIC and NC geometry."""
     start = time.perf_counter()
@@ -133,14 +135,14 @@ def run_long_tail(config: LongTailConfig, seed: int, task: dict) -> dict:
     clf = LongTailTrainer(method, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
                           weight_decay=config.weight_decay, warmup_frac=config.warmup_frac,
                           switch_frac=config.switch_frac, loss_params=loss_params,
-                          random_state=seed, **extra).fit(X, y)
+                          random_state=seed, device=job_device(), **extra).fit(X, y)
     n_classes = len(counts)
     pred = clf.predict(X_test)
     per_class_acc = np.array([np.mean(pred[y_test == c] == c) for c in range(n_classes)])
     groups = np.array_split(np.argsort(-counts, kind="stable"), 3)  # many / medium / few
     train_loss = clf.per_sample_loss(X, y)
     lic, ratio = loss_imbalance_coefficient(train_loss, y, n_classes, return_ratio=True)
-    nc = nc_metrics(clf.transform(X), y, clf.model_.classifier.normalized_weight().numpy())
+    nc = nc_metrics(clf.transform(X), y, to_numpy(clf.model_.classifier.normalized_weight()))
     return {
         "rho": task["rho"], "method": task["method"], "seed": seed,
         "top1": float(per_class_acc.mean()),
@@ -284,6 +286,7 @@ class PropertiesConfig:
     absent_classes: int = 4
 
 
+@cpu_only("float64 gradient property checks")
 def run_properties(config: PropertiesConfig, seed: int) -> dict:
     """Closed-form and gradient identities of ILR on random logits (spec Experiment B)."""
     gen = torch.Generator().manual_seed(seed)
@@ -387,6 +390,7 @@ def scaling_tasks(config: ScalingConfig) -> list:
     return [{"n_classes": int(c)} for c in config.class_counts]
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int, task: dict) -> dict:
     """Time ILR's extra work (per-class means, closed form, weighting; forward + backward on
     a per-sample loss vector) and the full ILR loss vs cross-entropy on random logits."""

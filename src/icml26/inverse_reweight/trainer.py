@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import balanced_accuracy_score
 from sklearn.utils.validation import check_is_fitted
 
+from icml26.core.device import resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import (check_choice, check_int, check_matrix, check_random_state,
                                     check_same_length, check_scalar_in, check_vector)
 
@@ -34,7 +35,7 @@ class _CrossEntropy(torch.nn.Module):
 
     def __init__(self, weight=None):
         super().__init__()
-        self.weight = weight
+        self.register_buffer("weight", weight)
 
     def forward(self, logits, targets):
         return F.cross_entropy(upcast(logits), targets, weight=self.weight)
@@ -72,7 +73,11 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
         ``"all_reweighting"``) and ``macro_switch_epoch`` (default: the switch epoch; in
         ``ce_then_reweighting`` mode it must be >= the switch epoch). For ``ce_drw``/``ldam_drw``: ``beta`` (and LDAM's ``max_margin``).
     random_state : int or RandomState, default 0
-        Seeds initialisation and batch order.
+        Seeds initialisation and batch order (drawn on the CPU, so every device sees the same
+        initial weights and batches).
+    device : str or torch.device, default "cpu"
+        Where the network and the loss train and predict (``"cuda"``, ``"cuda:N"``, ``"auto"``);
+        inputs and outputs stay numpy.
 
     Attributes
     ----------
@@ -84,6 +89,8 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
         The method's loss after training (for ILR: its last weights and presence counts).
     history_ : list of float
         Mean training loss per epoch.
+    device_ : torch.device
+        The resolved ``device`` (where ``model_`` and ``loss_`` live).
 
     References
     ----------
@@ -101,7 +108,8 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
 
     def __init__(self, method="ilr", epochs=40, batch_size=128, lr=0.1, momentum=0.9,
                  weight_decay=5e-4, warmup_frac=0.05, switch_frac=0.8, schedule="cosine",
-                 network="cnn1d", feature_dim=64, scale=30.0, loss_params=None, random_state=0):
+                 network="cnn1d", feature_dim=64, scale=30.0, loss_params=None, random_state=0,
+                 device="cpu"):
         self.method = method
         self.epochs = epochs
         self.batch_size = batch_size
@@ -116,6 +124,7 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
         self.scale = scale
         self.loss_params = loss_params
         self.random_state = random_state
+        self.device = device
 
     # -- setup --------------------------------------------------------------------------
     def _build_network(self, n_features: int, n_classes: int):
@@ -153,7 +162,7 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
         if self.method == "ilr":
             self.loss_.set_epoch(epoch)
         if self.method == "ce_drw":
-            return _CrossEntropy(self._drw.weights(epoch))
+            return _CrossEntropy(self._drw.weights(epoch)).to(self.device_)
         if self.method == "ldam_drw":
             self.loss_.set_weight(self._drw.weights(epoch))
         return self.loss_
@@ -174,6 +183,7 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Train on ``X`` (N, L) and integer-like labels ``y`` (N,); returns ``self``."""
         self._check_params()
+        self.device_ = resolve_device(self.device)
         X = check_matrix(X, "X", dtype=np.float32)
         y = check_vector(y, "y", dtype=None)
         check_same_length(X=X, y=y)
@@ -184,12 +194,12 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self.switch_epoch_ = int(round(self.switch_frac * self.epochs))
         seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            self.model_ = self._build_network(X.shape[1], len(self.classes_))
-        self.loss_ = self._build_losses(self.class_counts_)
+        with seeded_rng(seed):
+            self.model_ = self._build_network(X.shape[1], len(self.classes_)).to(self.device_)
+        self.loss_ = self._build_losses(self.class_counts_).to(self.device_)
 
-        inputs, targets = torch.from_numpy(X), torch.from_numpy(y_index.astype(np.int64))
+        inputs = torch.from_numpy(X).to(self.device_)
+        targets = torch.from_numpy(y_index.astype(np.int64)).to(self.device_)
         iters = int(np.ceil(len(targets) / self.batch_size))
         total = iters * self.epochs
         warmup = int(round(self.warmup_frac * total))
@@ -230,10 +240,11 @@ class LongTailTrainer(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with "
                              f"{self.n_features_in_}")
         self.model_.eval()
+        device = next(self.model_.parameters()).device          # where the model lives now
         with torch.no_grad():
-            parts = [fn(torch.from_numpy(X[i:i + EVAL_BATCH]))
+            parts = [fn(torch.from_numpy(X[i:i + EVAL_BATCH]).to(device))
                      for i in range(0, len(X), EVAL_BATCH)]
-        return torch.cat(parts).numpy()
+        return to_numpy(torch.cat(parts))
 
     def decision_function(self, X) -> np.ndarray:
         """Logits ``s · cos(h, v_c)``, shape (N, C)."""

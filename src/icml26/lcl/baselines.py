@@ -23,6 +23,7 @@ from sklearn.decomposition import PCA
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from icml26.core.device import resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import check_int, check_scalar_in
 
 from .data import _check_counts, unpack_anndata
@@ -92,6 +93,10 @@ class NBVAE(TransformerMixin, BaseEstimator):
         default for data sets under 20,000 cells, where max_epochs = KL warm-up = 400).
     lr, weight_decay, batch_size : float, float, int
     n_threads, random_state : int
+    device : str or torch.device, default "cpu"
+        Where the VAE trains and encodes (``"cuda"``, ``"cuda:N"``, ``"auto"``); counts in and
+        embeddings out stay numpy. The batch order is drawn on the CPU; the reparameterisation
+        noise and the dropout masks on ``device``.
 
     Attributes
     ----------
@@ -114,7 +119,7 @@ class NBVAE(TransformerMixin, BaseEstimator):
 
     def __init__(self, n_latent=10, hidden=128, n_layers=2, dropout=0.1, max_epochs=200,
                  kl_warmup_epochs=None, lr=1e-3, weight_decay=1e-6, batch_size=128, n_threads=1,
-                 random_state=0):
+                 random_state=0, device="cpu"):
         self.n_latent = n_latent
         self.hidden = hidden
         self.n_layers = n_layers
@@ -126,6 +131,7 @@ class NBVAE(TransformerMixin, BaseEstimator):
         self.batch_size = batch_size
         self.n_threads = n_threads
         self.random_state = random_state
+        self.device = device
 
     @staticmethod
     def _counts(counts):
@@ -141,13 +147,13 @@ class NBVAE(TransformerMixin, BaseEstimator):
         check_scalar_in(self.lr, "lr", low=0.0, low_inclusive=False)
         warmup = self.max_epochs if self.kl_warmup_epochs is None else check_int(
             self.kl_warmup_epochs, "kl_warmup_epochs", min_value=0)
-        X = torch.from_numpy(self._counts(counts).astype(np.float32))
+        device = resolve_device(self.device)
+        X = torch.from_numpy(self._counts(counts).astype(np.float32)).to(device)
         if X.shape[0] < 2:
             raise ValueError(f"counts needs at least 2 cells, got {X.shape[0]}")
         history = {"loss": []}
-        with _torch_threads(int(self.n_threads)), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(self.random_state))
-            module = _VAE(X.shape[1], self.n_latent, self.hidden, self.n_layers, self.dropout)
+        with _torch_threads(int(self.n_threads)), seeded_rng(int(self.random_state), device):
+            module = _VAE(X.shape[1], self.n_latent, self.hidden, self.n_layers, self.dropout).to(device)
             opt = torch.optim.Adam(module.parameters(), lr=self.lr, eps=0.01, weight_decay=self.weight_decay)
             gen = torch.Generator().manual_seed(int(self.random_state))
             n = X.shape[0]
@@ -169,6 +175,7 @@ class NBVAE(TransformerMixin, BaseEstimator):
                     raise FloatingPointError(f"NBVAE loss became {total} at epoch {epoch}")
                 history["loss"].append(total / n)
         self.module_ = module.eval()
+        self.device_ = device
         self.history_ = history
         self.n_features_in_ = X.shape[1]
         return self
@@ -188,7 +195,8 @@ class NBVAE(TransformerMixin, BaseEstimator):
             raise ValueError(f"counts has {X.shape[1]} features, but NBVAE is expecting "
                              f"{self.n_features_in_} features as input (genes)")
         with _torch_threads(int(self.n_threads)), torch.no_grad():
-            return self.module_.encode(X)[0].numpy()
+            device = next(self.module_.parameters()).device
+            return to_numpy(self.module_.encode(X.to(device))[0])
 
 
 def pca_embedding(X_train, X_other=(), n_components: int = 10, seed: int = 0):

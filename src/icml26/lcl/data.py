@@ -129,7 +129,7 @@ def log_normalize(counts, target_sum: float = 1e4) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> log_normalize(np.array([[1.0, 3.0]]), target_sum=4.0).round(3).tolist()
+    >>> log_normalize(np.array([[1.0, 3.0]]), target_sum=4.0).astype(float).round(3).tolist()
     [[0.693, 1.386]]
     """
     check_scalar_in(target_sum, "target_sum", low=0.0, low_inclusive=False)

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from icml26.core.device import cpu_only, job_device, uses_device  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import loglog_slope, summary_table  # noqa: E402
 
@@ -66,12 +67,12 @@ CODE_PROTOCOL = {"grad_accum_steps": 5, "resample_each_epoch": False}
 
 def _lcl(settings: LCLSettings, seed: int, **overrides) -> LCL:
     params = {k: getattr(settings, k) for k in LCLSettings.__dataclass_fields__}
-    params.update(overrides)
+    params = {"device": job_device(), **params, **overrides}
     return LCL(random_state=LCL_SEED_OFFSET + seed, n_threads=1, **params)
 
 
 def _nbvae(n_latent: int, epochs: int, seed: int) -> NBVAE:
-    return NBVAE(n_latent=n_latent, max_epochs=epochs, random_state=seed)
+    return NBVAE(n_latent=n_latent, max_epochs=epochs, random_state=seed, device=job_device())
 
 
 def _mean(frame: pd.DataFrame, method: str, metric: str) -> float:
@@ -154,7 +155,7 @@ def _fate_row(method, E_train, E_test, split, config, seed, extra=None) -> dict:
     data, _, test_idx, targets, truth = split
     (early_tr, Y_tr), (early_te, Y_te) = targets["train"], targets["test"]
     head = FateCompositionRegressor(max_epochs=config.head_max_epochs, patience=config.head_patience,
-                                    random_state=seed).fit(E_train[early_tr], Y_tr)
+                                    random_state=seed, device=job_device()).fit(E_train[early_tr], Y_tr)
     pred = head.predict(E_test[early_te])
     row = {"method": method, "kl_gt": kl_composition(truth, pred), "kl_emp": kl_composition(Y_te, pred),
            "cycle_r2": cycle_r2(E_test, data.cc_phase[test_idx], seed=seed),
@@ -169,6 +170,7 @@ def _fit_lcl_embeddings(settings, X_train, clones, X_test, seed, **overrides):
     return model, model.transform(X_train), model.transform(X_test)
 
 
+@uses_device
 def run_fate(config: FateConfig, seed: int, task: dict) -> dict:
     split = _fate_split(config, seed)
     data, train_idx, test_idx, targets, truth = split
@@ -322,6 +324,7 @@ def _clone_row(method, E_tr, E_te, y_tr, y_te, config, extra=None) -> dict:
     return row
 
 
+@uses_device
 def run_clone(config: CloneConfig, seed: int, task: dict) -> dict:
     data, train_idx, test_idx = _clone_split(config, seed)
     y_tr, y_te = data.clone[train_idx], data.clone[test_idx]
@@ -390,6 +393,7 @@ def semi_tasks(config: SemiConfig) -> list:
     return [{"lambda_penalty": float(lam)} for lam in config.lambdas]
 
 
+@uses_device
 def run_semi(config: SemiConfig, seed: int, task: dict) -> dict:
     fate = config.fate
     split = _fate_split(fate, seed)
@@ -425,13 +429,15 @@ class ScalingConfig:
     lcl: LCLSettings = LCLSettings()
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     datasets = {C: simulate_lineage_tracing(n_clones=C, seed=seed) for C in config.clone_counts}
     seconds = {C: math.inf for C in config.clone_counts}
     rows = {}
     for _ in range(config.repeats):  # interleaved repeats: a load spike hits every size alike
         for C, data in datasets.items():
-            model = _lcl(config.lcl, seed, max_epochs=config.epochs, warmup_epochs=0, lambda_penalty=0.0)
+            model = _lcl(config.lcl, seed, max_epochs=config.epochs, warmup_epochs=0, lambda_penalty=0.0,
+                         device="cpu")             # a CPU-seconds slope: always on the CPU
             # CPU seconds of this (single-threaded) fit: on a shared machine the wall clock
             # measures the neighbours' load as much as the fit
             start = time.process_time()

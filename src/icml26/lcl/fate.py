@@ -11,6 +11,7 @@ from scipy.special import xlogy
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from icml26.core.device import resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import check_finite_array, check_int, check_scalar_in
 
 from .lcl import _torch_threads
@@ -141,6 +142,9 @@ class FateCompositionRegressor(RegressorMixin, BaseEstimator):
         Centre and scale the input columns first (an option, not in the paper; off by default).
     n_threads : int
     random_state : int
+    device : str or torch.device, default "cpu"
+        Where the head trains and predicts (``"cuda"``, ``"cuda:N"``, ``"auto"``); arrays in
+        and out stay numpy.
 
     Attributes
     ----------
@@ -162,7 +166,7 @@ class FateCompositionRegressor(RegressorMixin, BaseEstimator):
 
     def __init__(self, hidden=None, lr=5e-3, weight_decay=1e-4, batch_size=256, max_epochs=5000,
                  patience=150, min_delta=1e-5, val_fraction=0.2, standardize=False, n_threads=1,
-                 random_state=0):
+                 random_state=0, device="cpu"):
         self.hidden = hidden
         self.lr = lr
         self.weight_decay = weight_decay
@@ -174,12 +178,14 @@ class FateCompositionRegressor(RegressorMixin, BaseEstimator):
         self.standardize = standardize
         self.n_threads = n_threads
         self.random_state = random_state
+        self.device = device
 
     def _inputs(self, Z):
         Z = check_finite_array(Z, "Z", ndim=2)
         if hasattr(self, "n_features_in_") and Z.shape[1] != self.n_features_in_:
             raise ValueError(f"Z has {Z.shape[1]} features but the head was fitted on {self.n_features_in_}")
-        return torch.from_numpy(((Z - self.mean_) / self.scale_).astype(np.float32))
+        x = torch.from_numpy(((Z - self.mean_) / self.scale_).astype(np.float32))
+        return x if not hasattr(self, "model_") else x.to(next(self.model_.parameters()).device)
 
     def fit(self, Z, Y):
         """Fit on embeddings ``Z`` (n, d) and compositions ``Y`` (n, F)."""
@@ -200,20 +206,21 @@ class FateCompositionRegressor(RegressorMixin, BaseEstimator):
         self.mean_ = Z.mean(axis=0) if self.standardize else np.zeros(Z.shape[1])
         scale = Z.std(axis=0) if self.standardize else np.ones(Z.shape[1])
         self.scale_ = np.where(scale > 0, scale, 1.0)
-        x_all = self._inputs(Z)
-        y_all = torch.from_numpy(Y.astype(np.float32))
+        device = resolve_device(self.device)
+        self.__dict__.pop("model_", None)
+        x_all = self._inputs(Z).to(device)
+        y_all = torch.from_numpy(Y.astype(np.float32)).to(device)
         rng = np.random.default_rng(self.random_state)
         n = Z.shape[0]
         n_val = int(round(self.val_fraction * n)) if n > 1 else 0
         perm = rng.permutation(n)
         val, train = perm[:n_val], perm[n_val:]
         F = Y.shape[1]
-        with _torch_threads(int(self.n_threads)), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(self.random_state))
+        with _torch_threads(int(self.n_threads)), seeded_rng(int(self.random_state), device):
             d = Z.shape[1]
             layers = ([torch.nn.Linear(d, F)] if self.hidden is None else
                       [torch.nn.Linear(d, self.hidden), torch.nn.ReLU(), torch.nn.Linear(self.hidden, F)])
-            model = torch.nn.Sequential(*layers)
+            model = torch.nn.Sequential(*layers).to(device)
             opt = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
             best, best_state, waited, epochs = math.inf, None, 0, 0
             gen = torch.Generator().manual_seed(int(self.random_state))
@@ -240,6 +247,7 @@ class FateCompositionRegressor(RegressorMixin, BaseEstimator):
             if best_state is not None:
                 model.load_state_dict(best_state)
         self.model_ = model.eval()
+        self.device_ = device
         self.n_epochs_ = epochs
         self.n_features_in_ = Z.shape[1]
         self.n_outputs_ = F
@@ -249,7 +257,7 @@ class FateCompositionRegressor(RegressorMixin, BaseEstimator):
         """Predicted compositions (n, F), rows summing to 1."""
         check_is_fitted(self, "model_")
         with torch.no_grad():
-            p = torch.softmax(self.model_(self._inputs(Z)).double(), dim=1).numpy()
+            p = to_numpy(torch.softmax(self.model_(self._inputs(Z)).double(), dim=1))
         return p / p.sum(axis=1, keepdims=True)
 
     def score(self, Z, Y, sample_weight=None) -> float:

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from icml26.core.device import resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import check_choice, check_int, check_scalar_in, check_tensor
 
 from .data import as_expression_matrix, unpack_anndata
@@ -212,8 +213,9 @@ class LCL(TransformerMixin, BaseEstimator):
         torch threads during ``fit`` / ``transform`` (1 is fastest for these small MLPs on CPU).
     random_state : int
         Seeds the weights (torch), the batch list and the validation split.
-    device : str
-        torch device.
+    device : str or torch.device
+        Where the encoder trains and embeds: ``"cpu"`` (default), ``"cuda"``, ``"cuda:N"`` or
+        ``"auto"``. Inputs and embeddings stay numpy; the pair batches are drawn on the CPU.
     verbose : bool
         Print the loss per epoch.
 
@@ -375,9 +377,8 @@ class LCL(TransformerMixin, BaseEstimator):
         if sampler.batch_size_ < 2 and self.bn_mode == "separate":
             raise ValueError("bn_mode='separate' needs at least 2 pairs per batch")
         split_rng = np.random.default_rng(seeds[1])
-        device = torch.device(self.device)
-        with _torch_threads(int(self.n_threads)), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(self.random_state))
+        device = resolve_device(self.device)
+        with _torch_threads(int(self.n_threads)), seeded_rng(int(self.random_state), device):
             encoder = LCLEncoder(X.shape[1], tuple(self.hidden_dims), int(self.embedding_dim)).to(device)
             decay = [p for n, p in encoder.named_parameters() if not n.endswith("bias")]
             no_decay = [p for n, p in encoder.named_parameters() if n.endswith("bias")]
@@ -412,6 +413,7 @@ class LCL(TransformerMixin, BaseEstimator):
                         break
             encoder.eval()
         self.encoder_ = encoder
+        self.device_ = device
         self.history_ = history
         self.sampler_ = sampler
         self.n_batches_per_epoch_ = sampler.n_batches
@@ -477,12 +479,12 @@ class LCL(TransformerMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but LCL is expecting {self.n_features_in_} "
                              f"features as input (genes)")
         out = []
-        device = torch.device(self.device)
+        device = next(self.encoder_.parameters()).device          # where the encoder lives
         with _torch_threads(int(self.n_threads)), torch.no_grad():
             self.encoder_.eval()
             for start in range(0, X.shape[0], batch_size):
                 h, z = self.encoder_(_rows(X, np.arange(start, min(start + batch_size, X.shape[0]))).to(device))
-                out.append((h if space == "base" else z).cpu().numpy())
+                out.append(to_numpy(h if space == "base" else z))
         return np.concatenate(out).astype(np.float32)
 
     def __sklearn_tags__(self):

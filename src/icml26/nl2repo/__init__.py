@@ -1,4 +1,4 @@
-"""icml26.nl2repo — a sandboxed, tamper-proof NL2Repo-Bench harness.
+"""icml26.nl2repo — a sandboxed NL2Repo-Bench harness whose verdicts the graded code cannot reach.
 
 Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of
 Coding Agents", ICML 2026 (arXiv:2512.12730).

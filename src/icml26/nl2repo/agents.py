@@ -93,10 +93,10 @@ def write_partial(fraction: float) -> list:
     return mods[:k]
 
 
-def _pyproject(pkg: str, extra: str = "") -> str:
+def _pyproject(pkg: str, extra: str = "", packages=None) -> str:
     return ('[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
             f'[project]\nname = "{pkg}"\nversion = "0.0.1"\n\n[tool.setuptools]\n'
-            f'packages = ["{pkg}"]\n{extra}')
+            f'packages = {json.dumps(packages or [pkg])}\n{extra}')
 
 
 def minimal(init: str = '"""Nothing implemented."""\n', extra: str = "") -> str:
@@ -307,17 +307,26 @@ _HOG_CHUNK = 16 << 20
 _HOG_FILE = 128 << 20
 
 
-def forge_package(init: str = "", setup_py: str | None = None, extra_files: dict | None = None) -> str:
-    """A package with every spec module present and implementing nothing (stubs)."""
+def forge_package(init: str = "", setup_py: str | None = None, extra_files: dict | None = None,
+                  module_extra: str = "", extra_packages: dict | None = None) -> str:
+    """A package with every spec module present and implementing nothing (stubs).
+
+    ``extra_packages`` maps more top-level package names to their files (``{"pygments":
+    {"__init__.py": text}}``); ``module_extra`` is appended to every stub module.
+    """
     spec = _spec()
     pkg = spec["package"]
     (_ws() / pkg).mkdir(exist_ok=True)
     (_ws() / pkg / "__init__.py").write_text('"""Implements nothing."""\n' + init)
     for m in spec["modules"]:
-        (_ws() / pkg / f"{m['name']}.py").write_text(_STUB_MODULE)
+        (_ws() / pkg / f"{m['name']}.py").write_text(_STUB_MODULE + module_extra)
     for rel, text in (extra_files or {}).items():
         (_ws() / pkg / rel).write_text(text)
-    (_ws() / "pyproject.toml").write_text(_pyproject(pkg))
+    for name, files in (extra_packages or {}).items():
+        for rel, text in files.items():
+            (_ws() / name / rel).parent.mkdir(parents=True, exist_ok=True)
+            (_ws() / name / rel).write_text(text)
+    (_ws() / "pyproject.toml").write_text(_pyproject(pkg, packages=[pkg, *sorted(extra_packages or {})]))
     if setup_py is not None:
         (_ws() / "setup.py").write_text(setup_py)
     return pkg
@@ -453,13 +462,11 @@ def control(name: str) -> None:
             time.sleep(10**6)
             os._exit(0)
         time.sleep(10**6)
-    elif name == "memhog":
-        import mmap
-
+    elif name == "memhog":   # memory it writes to, so the kernel counts it (a reservation is free)
         minimal()
-        blocks, chunk = [], 256 << 20
+        blocks, chunk = [], 16 << 20
         while len(blocks) * chunk < MEMHOG_BYTES:
-            blocks.append(mmap.mmap(-1, chunk))
+            blocks.append(b"m" * chunk)
         print(f"MEMHOG allocated {len(blocks) * chunk >> 20} MiB without being stopped")
     elif name == "forkbomb":
         minimal()

@@ -2,30 +2,44 @@
 
 For every hidden test that compares a computed value with a literal (``assert f(x) == 3``,
 ``assert (q.value, q.unit) == (3500.0, "m")``, ``pytest.approx(77.0)``, or a parametrized
-``expected`` column), the grading copy of the suite gets a **twin**: the same test with one
-literal perturbed (one digit or letter changed, the type kept). Then every test of the copy,
-real or twin, is **renamed** with a name drawn from the words of the task's own test names,
-and each twin sits right before or right after its real test, at random. The harness alone
-knows which is which.
+``expected`` column), the grading copy of the suite gets :data:`TWINS_PER_TEST` **twins**:
+copies of the test in which one expected literal is replaced by **another real expected value
+of the same type, drawn from the whole suite** (``3500.0`` becomes ``1230.0``, the answer of
+another test; ``"km"`` becomes ``"h"``), never a one-digit flip: a twin's value is as
+plausible as the real one, it is quoted by the requirements as often, and the suite's own
+statistics (round numbers, likely strings) cannot tell them apart. Then every test of the
+copy, real or twin, is **renamed** with a name drawn from the words of the task's own test
+names, and the tests of each module or class are **shuffled**, a twin never next to its test.
+The harness alone knows which is which.
 
-No implementation, however buggy, passes both a test and its twin: ``v == 3500.0`` and
-``v == 3700.0`` cannot both hold for a plain value. A package that forges outcomes in the
-pytest process (patched reports, "equal-to-everything" return values, rewritten test
-functions) must either make both pass -- and is caught -- or tell, for each pair, which
-literal is right, which is knowing the answer. Tests that only check that an exception is
-raised get no twin: a package that raises that exception passes them without forging.
+No implementation, however buggy, passes a test and such a twin: ``v == 3500.0`` and
+``v == 1230.0`` cannot both hold for a plain value (a **strict** twin; both passing is
+``tamper``). Two kinds of test have no literal to change and get **weak** twins, which an
+honest package fails as a rule but not by necessity:
+
+* a test that only checks that an exception is raised (``with pytest.raises(E):``) gets twins
+  expecting another exception type the suite expects elsewhere, one that in the reference
+  solution's class hierarchy shares no subclass with ``E`` (a package raising one
+  "universal" exception derived from every expected type passes them);
+* a comparison of two computed values whose expected side is a call with literal arguments
+  (``Quantity(1, "km") == Quantity(1000, "m")``) gets twins with one such argument drawn from
+  the pool (a package whose ``__eq__`` answers yes to everything passes them).
+
+A weak twin that passes makes its real test not count (the harness never scores that pair);
+it does not by itself prove tampering.
 
 The draw uses fresh OS randomness per grading (``secrets``), not the experiment seed: it must
 be unpredictable to the code under test, and honest outcomes do not depend on it.
 
 References
 ----------
-Our resolution of the forgery audit of the NL2Repo-Bench harness (not from the paper).
+Our resolution of the forgery audits of the NL2Repo-Bench harness (not from the paper).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import random
 import re
@@ -33,11 +47,17 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SuiteMap", "build_suite", "split_node_id", "mutation_sites", "TEST_FILE"]
+__all__ = ["SuiteMap", "build_suite", "split_node_id", "mutation_sites", "exception_hierarchy",
+           "TEST_FILE", "TWINS_PER_TEST"]
 
 TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
-_APPROX_SIGNIFICANT = 3          # approx literals change within their first 3 significant digits
-_MAX_NAME_TRIES = 200
+_APPROX_SIGNIFICANT = 3          # fallback flips stay within the first 3 significant digits
+_MAX_NAME_TRIES = 400
+# Twins per twinned test. Several, so that a forger guessing which copy is real is caught
+# with probability 1 - (1/(K+1)) per test even if it somehow narrowed the choice to a pair.
+TWINS_PER_TEST = 3
+_SHUFFLE_TRIES = 50              # random orders tried to keep every twin away from its test
+_APPROX_REL = 1e-4               # a drawn approx value differs by more than this, relatively
 
 
 @dataclass
@@ -45,12 +65,18 @@ class SuiteMap:
     """What the harness knows about a grading copy of the suite.
 
     ``functions`` maps ``(file, classes, new_name)`` to ``(original_name, role, partner)``
-    where ``role`` is ``"real"`` or ``"twin"`` and ``partner`` the new name of the other
-    member of the pair (``None`` for an untwinned test).
+    where ``role`` is ``"real"`` or ``"twin"``; a twin's ``partner`` is the new name of its
+    real test, a real test's the new name of its first twin (``None`` when untwinned).
+    ``strength`` maps each twin's key to ``"strict"`` (no package can pass it with its real
+    test) or ``"weak"`` (an honest package fails it as a rule, not by necessity).
     """
 
     functions: dict = field(default_factory=dict)
-    n_twins: int = 0
+    strength: dict = field(default_factory=dict)
+    n_twins: int = 0                                  # twin functions written
+    n_twinned: int = 0                                # real test functions with twins
+    n_tests: int = 0                                  # real test functions
+    n_fallback: int = 0                               # twins whose pool had no other value
     untouched: list = field(default_factory=list)   # files copied as they were (unparsable)
 
     def lookup(self, node_id: str):
@@ -207,12 +233,43 @@ def _compares(test):
     return []
 
 
-def mutation_sites(fn) -> list:
-    """Where a twin of test ``fn`` can differ so that it must fail whenever ``fn`` passes.
+def _raises_call(stmt):
+    """The ``pytest.raises(E)`` call of ``with pytest.raises(E[, match=…]):``, else ``None``."""
+    if not (isinstance(stmt, ast.With) and len(stmt.items) == 1):
+        return None
+    call = stmt.items[0].context_expr
+    if not (isinstance(call, ast.Call) and len(call.args) == 1 and isinstance(call.args[0], ast.Name)
+            and ((isinstance(call.func, ast.Attribute) and call.func.attr == "raises")
+                 or (isinstance(call.func, ast.Name) and call.func.id == "raises"))):
+        return None
+    return call
 
-    Only asserts directly in the test's body count (they run whenever the test passes), of
-    the form ``computed == expected`` (either order), or ``computed is True/False``; see
-    :func:`_template` for what an expected value may be.
+
+def _call_leaves(node) -> list:
+    """Literal numbers and strings among the arguments of a call (``Quantity(1000, "m")``)."""
+    if not isinstance(node, ast.Call):
+        return []
+    leaves = []
+    for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+        found = _template(arg, {}, {})
+        if found:
+            leaves += [leaf for kind, payload in found if kind == "leaf" for leaf in payload
+                       if leaf[1] in ("exact", "expr-exact")]
+    return leaves
+
+
+def mutation_sites(fn) -> list:
+    """Where a twin of test ``fn`` can differ so that it fails whenever ``fn`` passes.
+
+    Only statements directly in the test's body count (they run whenever the test passes).
+    Returns ``(kind, payload, strength)`` triples:
+
+    * ``("leaf", [(node, kind)], "strict")`` / ``("column", rows, "strict")``: the expected
+      literal of ``computed == expected`` (either order) or ``computed is True/False``; see
+      :func:`_template` for what an expected value may be;
+    * ``("call", [(node, kind), …], "weak")``: literal arguments of the right-hand (expected)
+      side of ``computed == call(…)``;
+    * ``("raises", call, "weak")``: the exception type of ``with pytest.raises(E):``.
     """
     params = _parametrize(fn)
     uses: dict = {}
@@ -224,6 +281,10 @@ def mutation_sites(fn) -> list:
     for stmt in fn.body:
         if isinstance(stmt, ast.Return):
             break
+        call = _raises_call(stmt)
+        if call is not None:
+            sites.append(("raises", call, "weak"))
+            continue
         if not isinstance(stmt, ast.Assert):
             continue
         for cmp in _compares(stmt.test):
@@ -238,7 +299,12 @@ def mutation_sites(fn) -> list:
                     found = [s for s in found if s[0] == "leaf" and s[1][0][1] == "bool"] + [
                         s for s in found if s[0] == "column" and all(
                             leaf[1] == "bool" for row in s[1] for leaf in row)]
-                sites += found
+                sites += [(kind, payload, "strict") for kind, payload in found]
+            computed = _template(left, params, uses) is None and _template(right, params, uses) is None
+            if computed and isinstance(cmp.ops[0], ast.Eq):
+                leaves = _call_leaves(right)     # the expected side by convention, and only it
+                if leaves:
+                    sites.append(("call", leaves, "weak"))
     return sites
 
 
@@ -288,51 +354,200 @@ def _mutate_value(value, kind: str, rng):
     return value + 1.0
 
 
-def _mutate_leaf(node, kind: str, rng) -> None:
-    if not kind.startswith("expr-"):
-        node.value = _mutate_value(node.value, kind, rng)
-        return
-    base = kind[len("expr-"):]
-    before = _number(node)
-    constants = [n for n in ast.walk(node) if isinstance(n, ast.Constant)]
-    for _ in range(100):
-        target = rng.choice(constants)
-        old = target.value
-        target.value = _mutate_value(old, base, rng)
-        after = _number(node)
-        if after is not None and _finite(after) and after != before and (
-                base != "approx" or abs(after - before) > 1e-4 * max(abs(before), 1e-3)):
-            return
-        target.value = old
-    raise ValueError("no mutation changes this expression")
+def _leaf_value(node):
+    return node.value if isinstance(node, ast.Constant) else _number(node)
 
 
-def _mutate(fn, rng) -> bool:
-    """Perturb one site of ``fn`` in place; False when it has none."""
-    sites = mutation_sites(fn)
-    if not sites:
+def _pool_key(value, kind: str):
+    """Values are drawn by type (``approx`` and exact floats share one pool)."""
+    return ("approx" if kind.endswith("approx") else "exact", type(value))
+
+
+def _pool_of(pools: dict, value, kind: str) -> list:
+    return [v for (_, t), values in pools.items() if t is type(value) for v in values]
+
+
+def _differs(new, value, base: str) -> bool:
+    if type(new) is not type(value) or new == value:
         return False
-    # Prefer literals whose value appears nowhere else in the test (a twin's literal must not be
-    # given away by an unchanged copy of itself, e.g. in the call's arguments).
-    counts: dict = {}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Constant):
-            counts[repr(node.value)] = counts.get(repr(node.value), 0) + 1
+    return base != "approx" or abs(new - value) > _APPROX_REL * max(abs(value), 1e-3)
 
-    def unique(site):
-        node = site[1][0][0]
-        return site[0] == "column" or not isinstance(node, ast.Constant) or counts.get(repr(node.value), 0) == 1
 
-    kind, payload = rng.choice([s for s in sites if unique(s)] or sites)
-    try:
-        if kind == "leaf":
-            _mutate_leaf(*payload[0], rng)
-        else:
-            for leaves in payload:
-                _mutate_leaf(*rng.choice(leaves), rng)
-    except ValueError:
+def _set_leaf(node, new) -> None:
+    """Make the literal (or constant arithmetic) ``node`` evaluate to ``new``."""
+    if isinstance(node, ast.Constant):
+        node.value = new
+    elif isinstance(node, ast.BinOp):
+        node.left, node.op, node.right = ast.Constant(new), ast.Add(), ast.Constant(type(new)(0))
+    elif isinstance(node, ast.UnaryOp):
+        node.op, node.operand = ast.UAdd(), ast.Constant(new)
+
+
+def _replace_leaf(node, kind: str, pools: dict, rng) -> bool:
+    """Give a leaf another real expected value of its type; True when the pool had none."""
+    value = _leaf_value(node)
+    if isinstance(value, bool):
+        _set_leaf(node, not value)
         return False
+    base = _pool_key(value, kind)[0]
+    choices = [v for v in _pool_of(pools, value, kind) if _differs(v, value, base)]
+    if choices:
+        _set_leaf(node, rng.choice(choices))
+        return False
+    _set_leaf(node, _mutate_value(value, base, rng))     # nothing to draw from: flip a digit
     return True
+
+
+def _pool_values(sites) -> list:
+    """``(pool key, value)`` of every literal leaf of ``sites``."""
+    out = []
+    for kind, payload, _ in sites:
+        leaves = (payload if kind in ("leaf", "call") else
+                  [leaf for row in payload for leaf in row] if kind == "column" else [])
+        for node, leaf_kind in leaves:
+            value = _leaf_value(node)
+            if value is not None and not isinstance(value, bool):
+                out.append((_pool_key(value, leaf_kind), value))
+    return out
+
+
+def _mutate(fn, rng, pools: dict, raises_for) -> tuple | None:
+    """Change one site of ``fn`` in place: ``(strength, used_fallback)``, or ``None``.
+
+    Strict sites are preferred; among them literals whose value appears nowhere else in the
+    test (a twin's literal must not be given away by an unchanged copy of the real one).
+    """
+    sites = mutation_sites(fn)
+    strict = [s for s in sites if s[2] == "strict"]
+    if strict:
+        counts: dict = {}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Constant):
+                counts[repr(node.value)] = counts.get(repr(node.value), 0) + 1
+
+        def unique(site):
+            node = site[1][0][0]
+            return site[0] == "column" or not isinstance(node, ast.Constant) or counts.get(
+                repr(node.value), 0) == 1
+
+        choices = [s for s in strict if unique(s)] or strict
+    else:
+        choices = [s for s in sites if s[0] == "call" or (s[0] == "raises" and raises_for(s[1].args[0].id))]
+    if not choices:
+        return None
+    kind, payload, strength = rng.choice(choices)
+    fallback = False
+    if kind == "leaf":
+        fallback = _replace_leaf(*payload[0], pools, rng)
+    elif kind == "column":
+        for leaves in payload:
+            fallback = _replace_leaf(*rng.choice(leaves), pools, rng) or fallback
+    elif kind == "call":
+        fallback = _replace_leaf(*rng.choice(payload), pools, rng)
+    else:
+        payload.args[0] = ast.Name(rng.choice(raises_for(payload.args[0].id)), ast.Load())
+    return strength, fallback
+
+
+# -- exception hierarchies --------------------------------------------------------------------
+
+_BUILTIN_EXCEPTIONS = {name: obj for name, obj in vars(builtins).items()
+                       if isinstance(obj, type) and issubclass(obj, BaseException)}
+
+
+class ExceptionHierarchy:
+    """The exception classes a reference solution defines (read with ``ast``, never run) and
+    Python's built-in ones, by name: enough to pick a raises twin that no class of the
+    reference (or of Python) satisfies together with the real expectation."""
+
+    def __init__(self, classes: dict):
+        self.classes = classes            # name -> list of base names (None: defined twice)
+        self._memo: dict = {}
+
+    def ancestors(self, name: str, _seen=()) -> tuple[set, bool] | None:
+        """``(known ancestor names incl. name, some base unknown)``, or ``None``."""
+        if name in self._memo:
+            return self._memo[name]
+        if name in self.classes:
+            bases = self.classes[name]
+            if bases is None or name in _BUILTIN_EXCEPTIONS or name in _seen:
+                result = None
+            else:
+                known, unknown = {name}, False
+                for base in bases:
+                    sub = self.ancestors(base, (*_seen, name))
+                    if sub is None:
+                        unknown = True
+                    else:
+                        known |= sub[0]
+                        unknown |= sub[1]
+                result = (known, unknown)
+        elif name in _BUILTIN_EXCEPTIONS or name == "object":
+            cls = _BUILTIN_EXCEPTIONS.get(name, object)
+            result = ({c.__name__ for c in cls.__mro__}, False)
+        else:
+            result = None
+        self._memo[name] = result
+        return result
+
+    def is_exception(self, name: str) -> bool:
+        anc = self.ancestors(name)
+        return anc is not None and "BaseException" in anc[0]
+
+    def disjoint(self, a: str, b: str) -> bool:
+        """Whether no class known here (nor one whose bases are unknown) can be both ``a`` and ``b``."""
+        if a == b or not (self.is_exception(a) and self.is_exception(b)):
+            return False
+
+        def maybe(cls_anc, target):
+            known, unknown = cls_anc
+            return target in known or (unknown and target in _BUILTIN_EXCEPTIONS)
+
+        for name in [*self.classes, *_BUILTIN_EXCEPTIONS]:
+            anc = self.ancestors(name)
+            if anc is None:
+                continue
+            if maybe(anc, a) and maybe(anc, b):
+                return False
+        return True
+
+
+def exception_hierarchy(reference_dir) -> ExceptionHierarchy | None:
+    """The :class:`ExceptionHierarchy` of a reference solution's sources (``None``: no reference)."""
+    if reference_dir is None or not Path(reference_dir).is_dir():
+        return None
+    classes: dict = {}
+    for path in sorted(Path(reference_dir).rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute)
+                         else "<expr>" for b in node.bases] or ["object"]
+                classes[node.name] = None if node.name in classes else bases
+    return ExceptionHierarchy(classes)
+
+
+def _module_bindings(tree) -> dict:
+    """Names bound at module level: ``name -> how`` (``"import"`` for ``from m import name``)."""
+    bound = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                bound[alias.asname or alias.name] = "import" if alias.asname in (None, alias.name) else "alias"
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                bound[(alias.asname or alias.name).split(".")[0]] = "module"
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[stmt.name] = "def"
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                for node in ast.walk(target):
+                    if isinstance(node, ast.Name):
+                        bound[node.id] = "assign"
+    return bound
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -349,7 +564,7 @@ class _Names:
 
     def draw(self) -> str:
         for attempt in range(_MAX_NAME_TRIES):
-            k = self.rng.choice(self.lengths) + attempt // 50
+            k = self.rng.choice(self.lengths) + attempt // 10      # longer names when few words
             name = "test_" + "_".join(self.rng.choice(self.words) for _ in range(k))
             if name not in self.taken:
                 self.taken.add(name)
@@ -381,12 +596,67 @@ def _module_names(tree) -> set:
     return names
 
 
-def _rewrite(tree, rel: str, in_manifest, suite: SuiteMap, rng) -> None:
+def _test_references(tree, names: set) -> bool:
+    """Whether a statement other than a test's own definition refers to one of ``names``."""
+    for _, owner in _scopes(tree):
+        for stmt in owner.body:
+            if _is_test(stmt) or isinstance(stmt, ast.ClassDef):
+                continue
+            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(stmt)):
+                return True
+    return False
+
+
+def _shuffle(body: list, group: dict, rng) -> list:
+    """``body`` with its tests permuted among their places, no two of a group next to each other
+    (the best of :data:`_SHUFFLE_TRIES` random orders)."""
+    slots = [i for i, stmt in enumerate(body) if id(stmt) in group]
+    tests = [body[i] for i in slots]
+    best, best_bad = tests, None
+    for _ in range(_SHUFFLE_TRIES):
+        order = tests[:]
+        rng.shuffle(order)
+        bad = sum(group[id(x)] == group[id(y)] for x, y in zip(order, order[1:]))
+        if best_bad is None or bad < best_bad:
+            best, best_bad = order, bad
+        if bad == 0:
+            break
+    out = list(body)
+    for i, stmt in zip(slots, best):
+        out[i] = stmt
+    return out
+
+
+def _twins_of(stmt, rng, pools, raises_for) -> list:
+    """Up to :data:`TWINS_PER_TEST` distinct twins of ``stmt``: ``(twin, strength, fallback)``."""
+    seen = {ast.unparse(ast.Module(body=stmt.body, type_ignores=[]))
+            + ast.unparse(ast.Module(body=[ast.Expr(d) for d in stmt.decorator_list], type_ignores=[]))}
+    twins = []
+    for _ in range(3 * TWINS_PER_TEST):
+        if len(twins) == TWINS_PER_TEST:
+            break
+        twin = copy.deepcopy(stmt)
+        try:
+            done = _mutate(twin, rng, pools, raises_for)
+        except ValueError:
+            done = None
+        if done is None:
+            break
+        text = (ast.unparse(ast.Module(body=twin.body, type_ignores=[]))
+                + ast.unparse(ast.Module(body=[ast.Expr(d) for d in twin.decorator_list], type_ignores=[])))
+        if text not in seen:
+            seen.add(text)
+            twins.append((twin, *done))
+    return twins
+
+
+def _rewrite(tree, rel: str, in_manifest, suite: SuiteMap, rng, pools: dict, raises_for) -> None:
     originals = [s.name for _, owner in _scopes(tree) for s in owner.body if _is_test(s)]
     names = _Names(originals, _module_names(tree), rng)
     renamed_module_level = {}
+    may_shuffle = not _test_references(tree, set(originals))
     for classes, owner in _scopes(tree):
-        body = []
+        body, group = [], {}
         for stmt in owner.body:
             if not _is_test(stmt):
                 body.append(stmt)
@@ -395,33 +665,44 @@ def _rewrite(tree, rel: str, in_manifest, suite: SuiteMap, rng) -> None:
             stmt.name = names.draw()
             if not classes:
                 renamed_module_level[original] = stmt.name
-            twin = copy.deepcopy(stmt)
-            if in_manifest("::".join([rel, *classes, original])) and _mutate(twin, rng):
+            twins = _twins_of(stmt, rng, pools, raises_for) if in_manifest(
+                "::".join([rel, *classes, original])) else []
+            suite.n_tests += 1
+            suite.functions[(rel, classes, stmt.name)] = (original, "real", None)
+            body.append(stmt)
+            group[id(stmt)] = stmt.name
+            for twin, strength, fallback in twins:
                 twin.name = names.draw()
-                suite.functions[(rel, classes, stmt.name)] = (original, "real", twin.name)
                 suite.functions[(rel, classes, twin.name)] = (original, "twin", stmt.name)
+                suite.strength[(rel, classes, twin.name)] = strength
                 suite.n_twins += 1
-                body += [stmt, twin] if rng.random() < 0.5 else [twin, stmt]
-            else:
-                suite.functions[(rel, classes, stmt.name)] = (original, "real", None)
-                body.append(stmt)
-        owner.body = body
+                suite.n_fallback += fallback
+                body.append(twin)
+                group[id(twin)] = stmt.name
+            if twins:
+                suite.n_twinned += 1
+                suite.functions[(rel, classes, stmt.name)] = (original, "real", twins[0][0].name)
+        owner.body = _shuffle(body, group, rng) if may_shuffle else body
     for node in ast.walk(tree):   # module-level references to a renamed test (aliases)
         if isinstance(node, ast.Name) and node.id in renamed_module_level and isinstance(node.ctx, ast.Load):
             node.id = renamed_module_level[node.id]
 
 
-def build_suite(src: Path, dst: Path, manifest_tests, rng: random.Random | None = None) -> SuiteMap:
-    """Copy the test tree ``src`` to ``dst`` with every test renamed and twins added.
+def build_suite(src: Path, dst: Path, manifest_tests, rng: random.Random | None = None, *,
+                reference=None) -> SuiteMap:
+    """Copy the test tree ``src`` to ``dst`` with every test renamed, twinned and shuffled.
 
     Parameters
     ----------
     src, dst : Path
         The hidden tests, and the grading copy to write (must not exist).
     manifest_tests : iterable of str
-        Node IDs of the frozen manifest; only tests with a manifest node get a twin.
+        Node IDs of the frozen manifest; only tests with a manifest node get twins.
     rng : random.Random, optional
         Default: ``random.SystemRandom()`` (unpredictable to the code under test).
+    reference : path, optional
+        The reference solution; its exception classes (read with ``ast``) let raises-only
+        tests get twins. Without it they get none.
 
     Returns
     -------
@@ -433,15 +714,39 @@ def build_suite(src: Path, dst: Path, manifest_tests, rng: random.Random | None 
     wanted = {n.partition("[")[0] for n in manifest_tests}
     suite = SuiteMap()
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    hierarchy = exception_hierarchy(reference)
+    trees: dict = {}
+    pools: dict = {}
+    raised: set = set()                   # built-in exception types the suite expects somewhere
     for path in sorted(dst.rglob("*.py")):
         if not TEST_FILE.match(path.name):
             continue
         rel = path.relative_to(dst).as_posix()
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            trees[rel] = (path, ast.parse(path.read_text(encoding="utf-8")))
         except (SyntaxError, UnicodeDecodeError, ValueError):
             suite.untouched.append(rel)
             continue
-        _rewrite(tree, rel, wanted.__contains__, suite, rng)
+        tree = trees[rel][1]
+        for classes, owner in _scopes(tree):
+            for stmt in owner.body:
+                if _is_test(stmt) and "::".join([rel, *classes, stmt.name]) in wanted:
+                    sites = mutation_sites(stmt)
+                    for key, value in _pool_values(sites):
+                        pools.setdefault(key, []).append(value)
+                    raised |= {c.args[0].id for kind, c, _ in sites if kind == "raises"
+                               and c.args[0].id in _BUILTIN_EXCEPTIONS}
+    for rel, (path, tree) in trees.items():
+        bound = _module_bindings(tree)
+        usable = [n for n, how in bound.items() if how == "import"] + [
+            n for n in sorted(raised) if n not in bound]
+        usable = sorted({n for n in usable if hierarchy is not None and hierarchy.is_exception(n)})
+
+        def raises_for(name, usable=usable):
+            if hierarchy is None or (name in bound and bound[name] != "import"):
+                return []
+            return [n for n in usable if hierarchy.disjoint(name, n)]
+
+        _rewrite(tree, rel, wanted.__contains__, suite, rng, pools, raises_for)
         path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
     return suite

@@ -73,6 +73,8 @@ class Stream:
     ended: bool = False
     problems: list = field(default_factory=list)
     plugins: list = field(default_factory=list)        # (name, file) registered after the reporter
+    hookimpls: set = field(default_factory=set)        # (plugin, code file, first line, function)
+    worker_gone: tuple | None = None                   # (test it happened in, why) when the worker died
 
 
 def _category(when: str, outcome: str, xfail: bool) -> str:
@@ -150,6 +152,12 @@ def read_stream(data: bytes, overflow: bool = False) -> Stream:
                 out.outcomes[node] = new
         elif kind == "plugin":
             out.plugins.append((str(event.get("name")), str(event.get("file"))))
+        elif kind == "worker_gone":
+            if out.worker_gone is None:
+                out.worker_gone = (str(event.get("nodeid")), str(event.get("why"))[:300])
+        elif kind == "hookimpl":
+            out.hookimpls.add((str(event.get("plugin")), str(event.get("file")), event.get("line"),
+                               str(event.get("func"))))
         elif kind == "finish":
             if out.exitstatus is not None:
                 out.problems.append("second_finish")

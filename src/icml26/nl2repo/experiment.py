@@ -40,6 +40,21 @@ from .harness import Results, evaluate, grade
 from .task import Limits, builtin_tasks, expected_partial_score, fraction_to_modules
 
 TOL = 1e-12
+HARNESS = " [harness check]"
+_HARNESS_NOTE = ("Harness check, not a claim of the paper (its LLM-agent results cannot run "
+                 "offline): it tests that this harness grades agents of known quality exactly and "
+                 "cannot be gamed.")
+
+
+def _harness_checks(claims: list) -> list:
+    """Mark every claim of this experiment as a check of the harness, in its name and note."""
+    for claim in claims:
+        if not claim.name.endswith(HARNESS):
+            claim.name += HARNESS
+            claim.note = _HARNESS_NOTE + (" " + claim.note if claim.note else "")
+            if claim.paper in ("", "-"):
+                claim.paper = "— (harness check)"
+    return claims
 
 
 def _limits(task, wall_s: float) -> Limits:
@@ -201,7 +216,8 @@ def e1_summarize(jobs, config: E1Config) -> Result:
     ax.set_ylabel("score s (x: analytic s*)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"E1 scores": frame}, figures={"e1_scores": fig}, claims=claims, notes=notes)
+    return Result(tables={"E1 scores": frame}, figures={"e1_scores": fig}, claims=_harness_checks(claims),
+                  notes=notes)
 
 
 def _full_rate(recs) -> float:
@@ -293,18 +309,21 @@ def e2_summarize(jobs, config: E2Config) -> Result:
     if forgers:
         flagged = [r for r in forgers if r["score"] == 0 and r["label"] == r["expected_label"]
                    and (r["control"] not in _FLAG_PREFIX
-                        or any(f.startswith(_FLAG_PREFIX[r["control"]]) for f in r["flags"]))]
+                        or any(f.startswith(_FLAG_PREFIX[r["control"]]) for f in r["flags"]))
+                   and "without being stopped" not in r["agent_stdout"]]
         classes = sorted({FORGER_CLASS[r["control"]] for r in forgers})
         claims.append(Claim("E2 forgery audit: every forger scores 0 with its label and flag",
                             "six attack classes scored 1.0 (or went unstopped) on the earlier harness",
                             f"{len(flagged)}/{len(forgers)}", "all", len(flagged) == len(forgers),
                             note="classes: " + "; ".join(classes)))
     if "test_leak" in by:
-        ok = all(r["unexpected_tests"] > 0 and abs(r["score"] - r["expected_score"]) < TOL
-                 for r in by["test_leak"])
-        claims.append(Claim("E2 test_leak: unexpected_tests > 0 and s = s*(0.5)", "issue #12",
-                            ",".join(f"{r['unexpected_tests']} unexpected, s={r['score']:.3f}"
-                                     for r in by["test_leak"]), "> 0 and = s*", ok))
+        ok = all(abs(r["score"] - r["expected_score"]) < TOL for r in by["test_leak"])
+        claims.append(Claim("E2 test_leak: tests the package ships never count (s = s*(0.5))", "issue #12",
+                            ",".join(f"s={r['score']:.3f} ({r['unexpected_tests']} collected)"
+                                     for r in by["test_leak"]), "= s*", ok,
+                            note="the package's test_* functions reach the test process only as remote "
+                                 "callables, which pytest does not collect; a workspace tests/ folder is "
+                                 "deleted before grading"))
     notes = [f"isolation: {', '.join(isolation)}"]
     if not enforced:
         notes.append("WARNING: sandbox 'none' — network and hidden-file checks are NOT enforced")
@@ -319,15 +338,16 @@ def e2_summarize(jobs, config: E2Config) -> Result:
     ax.set_ylabel("score")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"E2 controls": frame}, figures={"e2_controls": fig}, claims=claims,
-                  notes=notes)
+    return Result(tables={"E2 controls": frame}, figures={"e2_controls": fig},
+                  claims=_harness_checks(claims), notes=notes)
 
 
 # The flag each forger must leave (besides its label); git_history and tmpfs_hog are stopped
-# (nothing readable, a capped tmpfs), not detected.
-_FLAG_PREFIX = {"canary_spare": "tamper:canary", "plugin_export": "tamper:pytest_plugin_from_package",
-                "atexit_rewrite": "forgery:junit", "pth_append": "tamper:modified",
-                "python_wrapper": "tamper:modified", "exit_at_import": "agent_exit"}
+# (nothing readable, a capped tmpfs), not detected; atexit_rewrite finds no result file in the
+# process it runs in and leaves no trace.
+_FLAG_PREFIX = {"canary_spare": "suspect:pytest_internals", "plugin_export": "tamper:pytest_plugin_from_package",
+                "pth_append": "tamper:modified", "python_wrapper": "tamper:modified",
+                "exit_at_import": "agent_exit"}
 
 
 # -- E3 ----------------------------------------------------------------------------------
@@ -378,7 +398,7 @@ def e3_summarize(jobs, config: E3Config) -> Result:
         claims.append(Claim("E3 never finishing ⇒ step_limit", "OpenHands iteration cap",
                             r["label"], "step_limit", r["label"] == "step_limit",
                             note=f"steps={r['steps']} of {r['max_steps']}"))
-    return Result(tables={"E3": pd.DataFrame(list(recs.values()))}, claims=claims)
+    return Result(tables={"E3": pd.DataFrame(list(recs.values()))}, claims=_harness_checks(claims))
 
 
 # -- scaling -----------------------------------------------------------------------------
@@ -417,6 +437,15 @@ def scaling_summarize(jobs, config: ScalingConfig) -> Result:
                                  f"slope {parse_slope:.2f}"),
               Claim("scaling: oracle scores 1.0 at every size", "-", min(r["score"] for r in recs),
                     "= 1.0", all(r["score"] == 1.0 for r in recs))]
+    if len(recs) >= 2:
+        # A fit over all sizes hides a superlinear tail behind the constant install cost (a
+        # quadratic failure summary once cost 449 s at |M| = 3200 under a fitted slope of 0.97):
+        # the largest step is judged on its own, with the bar of the fit.
+        top = recs[-2:]
+        step = loglog_slope([r["n_tests"] for r in top], [r["overhead_s"] for r in top])
+        claims.append(Claim.at_most("scaling: slope of harness overhead between the two largest |M|", step,
+                                    1.15, paper="harness overhead O(|M|)",
+                                    note=f"|M| = {top[0]['n_tests']} → {top[1]['n_tests']}"))
     plt = _fig()
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     ax.loglog(n, frame["overhead_s"], "o-", label="overhead (total − pytest)")
@@ -426,7 +455,7 @@ def scaling_summarize(jobs, config: ScalingConfig) -> Result:
     ax.set_ylabel("seconds")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"scaling": frame}, figures={"scaling": fig}, claims=claims,
+    return Result(tables={"scaling": frame}, figures={"scaling": fig}, claims=_harness_checks(claims),
                   notes=[f"parse+score slope {parse_slope:.3f}"])
 
 
@@ -450,9 +479,9 @@ EXPERIMENT = register(Experiment(
              full=ScalingConfig(), seeds=(0,), quick_seeds=(0,), tasks=scaling_tasks,
              description="harness overhead vs |M|: log-log slope ≤ 1.15"),
     ],
-    claims=["best agents reach only ≈40 % average test pass rate (not reproducible offline: no "
-            "LLM agents); reproduced: an execution-based harness whose scores are exact for "
-            "agents of known quality and that scores 0 and flags twelve cheating/misbehaving "
-            "agents and eight forgers of six attack classes"],
+    claims=["best agents reach only ≈40 % average test pass rate: not reproducible offline (no "
+            "LLM agents, no task images), so no claim of the paper is checked here; every claim "
+            "of this experiment is a harness check: scores exact for agents of known quality, 0 "
+            "and a label for twelve cheating or misbehaving agents and eight forgers"],
     reference="Ding et al., NL2Repo-Bench, ICML 2026, arXiv:2512.12730",
 ))

@@ -1,8 +1,10 @@
 """The grading pipeline of our NL2Repo-Bench harness (spec §2.5).
 
-prepare → agent phase (sandboxed) → sanitize → offline non-editable install + audit →
-import check → hidden pytest suite with JUnit XML and canary tests → score against the
-frozen manifest → failure-mode label. Aggregation over tasks and runs in :class:`Results`.
+prepare → agent phase (sandboxed; step-protocol file tools resolved beneath a workspace
+descriptor) → sanitize → offline non-editable install + audit → import check → hidden
+pytest suite (renamed, canary twins, shuffled) in a trusted interpreter that reaches the
+package only through a sandboxed worker process → score against the frozen manifest →
+failure-mode label. Aggregation over tasks and runs in :class:`Results`.
 
 References
 ----------
@@ -32,9 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import canary
+from .beneath import Beneath, PathRefused
 from .crosscheck import RANK, SUMMARY_KEYS, StreamReader, parse_summary, read_stream
-from .install import (REPORTER_MODULE, audit_install, make_venv, populate_test_venv, site_packages,
-                      tree_state)
+from .install import (REPORTER_MODULE, audit_install, bridge_paths, console_scripts, make_venv,
+                      populate_test_venv, site_packages, top_level_names, tree_state,
+                      trusted_import_names)
 from .sandbox import SYSTEM_PATHS, Tail, kill_process_group, make_sandbox
 from .task import Limits, Task, tasks_root
 
@@ -217,6 +221,10 @@ class AgentRun:
     stderr: str = ""
     max_steps: int | None = None
     wall_budget_s: float = 0.0
+    flags: list = field(default_factory=list)
+
+
+MAX_EVENT_LOG_BYTES = 64 << 20     # $NL2REPO_EVENTS is read up to this size to count steps
 
 
 def _base_env(home: Path, tmp: Path, extra: dict | None = None) -> dict:
@@ -322,9 +330,11 @@ def run_agent(task: Task, agent: AgentSpec, workdir, *, limits: Limits | None = 
     res = box.run(agent.argv, cwd=ws, env=env, limits=limits, rw_paths=[ws, home, tmp],
                   hidden_paths=hidden, ro_paths=ro)
     steps = None
-    if events.is_file():
-        with open(events, "rb") as fh:
-            steps = sum(1 for _ in fh)
+    with Beneath(home) as home_fd:     # never follow a link the agent left in its HOME
+        try:
+            steps = home_fd.read_bytes(events.name, MAX_EVENT_LOG_BYTES).count(b"\n")
+        except OSError:
+            steps = None
     return AgentRun(res.returncode, res.wall_s, res.timed_out, res.killed_by_limit, steps,
                     finished=not res.timed_out and not res.killed_by_limit, step_limit_hit=False,
                     isolation=box.isolation, stdout=res.text("stdout")[-20000:],
@@ -332,14 +342,16 @@ def run_agent(task: Task, agent: AgentSpec, workdir, *, limits: Limits | None = 
                     wall_budget_s=limits.wall_s)
 
 
-def _safe_path(ws: Path, rel: str) -> Path:
-    target = (ws / rel).resolve()
-    if not _is_within(target, ws):
-        raise ValueError(f"path {rel!r} leaves the workspace")
-    return target
+def _execute_tool(request: dict, box, limits, env, ws, home, tmp, hidden, files: Beneath,
+                  refused: list) -> dict:
+    """One tool call of a step-protocol agent.
 
-
-def _execute_tool(request: dict, box, limits, env, ws, home, tmp, hidden) -> dict:
+    ``bash`` runs in the sandbox. ``read_file`` / ``write_file`` run here, on the workspace
+    held open as ``files`` (:class:`~icml26.nl2repo.beneath.Beneath`): the kernel resolves
+    each path beneath that descriptor and refuses symlinks, ``..`` and mount crossings, so a
+    folder swapped for a link while the request is served cannot send it to a host path.
+    Refusals are counted in ``refused``.
+    """
     tool = request.get("tool")
     if tool == "bash":
         cmd = request.get("cmd")
@@ -351,92 +363,102 @@ def _execute_tool(request: dict, box, limits, env, ws, home, tmp, hidden) -> dic
         out = (res.text("stdout") + res.text("stderr"))[-TOOL_OUTPUT_CHARS:]
         return {"ok": res.returncode == 0, "exit_code": res.returncode,
                 "timed_out": res.timed_out, "output": out}
-    if tool == "write_file":
+    if tool in ("write_file", "read_file"):
         try:
-            target = _safe_path(ws, str(request.get("path", "")))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(str(request.get("content", "")), encoding="utf-8")
-            return {"ok": True}
-        except (ValueError, OSError) as exc:
-            return {"ok": False, "error": str(exc)}
-    if tool == "read_file":
-        try:
-            target = _safe_path(ws, str(request.get("path", "")))
-            return {"ok": True, "content": target.read_text(encoding="utf-8",
-                                                            errors="replace")[:TOOL_OUTPUT_CHARS]}
-        except (ValueError, OSError) as exc:
-            return {"ok": False, "error": str(exc)}
+            if tool == "write_file":
+                files.write_text(request.get("path"), str(request.get("content", "")))
+                return {"ok": True}
+            text = files.read_text(request.get("path"), limit=4 * TOOL_OUTPUT_CHARS)
+            return {"ok": True, "content": text[:TOOL_OUTPUT_CHARS]}
+        except PathRefused as exc:
+            refused.append(request.get("path"))
+            return {"ok": False, "error": f"refused: {exc.strerror}: {exc.filename}"}
+        except OSError as exc:
+            return {"ok": False, "error": f"{exc.strerror}: {exc.filename}"}
     return {"ok": False, "error": f"unknown tool {tool!r}; tools: bash, write_file, read_file, finish"}
 
 
 def _run_steps(task, agent, box, limits, env, ws, home, tmp, ro, hidden, workdir) -> AgentRun:
-    """Drive a step-protocol agent: it only acts through tool calls the harness executes."""
+    """Drive a step-protocol agent: it only acts through tool calls the harness executes.
+
+    The driver and its tools share no writable folder (the driver has its own ``HOME`` and
+    ``TMPDIR``; the tools have the workspace, theirs), so no tool can hand the driver a
+    descriptor of the workspace (a unix socket needs a shared path) to race the harness with.
+    """
     max_steps = limits.max_steps or DEFAULT_MAX_STEPS
-    ctl = workdir / "controller"
+    ctl, dtmp = workdir / "controller", workdir / "controller-tmp"
     ctl.mkdir()
-    agent_env = {**env, "NL2REPO_WORKSPACE": "", "NL2REPO_MAX_STEPS": str(max_steps)}
+    dtmp.mkdir()
+    agent_env = {**env, "NL2REPO_WORKSPACE": "", "NL2REPO_MAX_STEPS": str(max_steps),
+                 "HOME": str(ctl), "TMPDIR": str(dtmp), "NL2REPO_EVENTS": ""}
+    files = Beneath(ws)                # opened before the agent runs; every tool path resolves beneath it
+    refused: list = []
     start = time.monotonic()
-    proc = box.spawn(agent.argv, cwd=ctl, env=agent_env, limits=limits, rw_paths=[ctl, tmp],
-                     hidden_paths=[*hidden, ws], ro_paths=ro)
-    err = Tail(proc.stderr)
-    steps, finished, step_limit, timed_out = 0, False, False, False
-    log = []
-    buf = b""
-    fd = proc.stdout.fileno()
-    while True:
-        remaining = limits.wall_s - (time.monotonic() - start)
-        if remaining <= 0:
-            timed_out = True
-            break
-        if b"\n" not in buf:
-            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
-            if not ready:
+    proc = box.spawn(agent.argv, cwd=ctl, env=agent_env, limits=limits, rw_paths=[ctl, dtmp],
+                     hidden_paths=[*hidden, ws, home, tmp], ro_paths=ro)
+    try:
+        err = Tail(proc.stderr)
+        steps, finished, step_limit, timed_out = 0, False, False, False
+        log = []
+        buf = b""
+        fd = proc.stdout.fileno()
+        while True:
+            remaining = limits.wall_s - (time.monotonic() - start)
+            if remaining <= 0:
+                timed_out = True
+                break
+            if b"\n" not in buf:
+                ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+                if not ready:
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break  # the agent closed its stdout (it exited)
+                buf += chunk
+                if len(buf) > (16 << 20):
+                    break
                 continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break  # the agent closed its stdout (it exited)
-            buf += chunk
-            if len(buf) > (16 << 20):
+            line, buf = buf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                reply = {"ok": False, "error": "each line must be one JSON object"}
+                request = None
+            if request is not None and request.get("tool") == "finish":
+                finished = True
                 break
-            continue
-        line, buf = buf.split(b"\n", 1)
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            reply = {"ok": False, "error": "each line must be one JSON object"}
-            request = None
-        if request is not None and request.get("tool") == "finish":
-            finished = True
-            break
-        if request is not None:
-            if steps >= max_steps:
-                step_limit = True
+            if request is not None:
+                if steps >= max_steps:
+                    step_limit = True
+                    break
+                steps += 1
+                reply = _execute_tool(request, box, limits, env, ws, home, tmp, hidden, files, refused)
+                log.append({"step": steps, "tool": request.get("tool"), "ok": reply.get("ok")})
+            try:
+                proc.stdin.write((json.dumps(reply) + "\n").encode())
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
                 break
-            steps += 1
-            reply = _execute_tool(request, box, limits, env, ws, home, tmp, hidden)
-            log.append({"step": steps, "tool": request.get("tool"), "ok": reply.get("ok")})
-        try:
-            proc.stdin.write((json.dumps(reply) + "\n").encode())
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            break
-    if proc.poll() is None and finished:
-        try:
-            proc.stdin.close()
-            proc.wait(timeout=5)
-        except (subprocess.TimeoutExpired, OSError):
-            pass
-    kill_process_group(proc)
+        if proc.poll() is None and finished:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=5)
+            except (subprocess.TimeoutExpired, OSError):
+                pass
+    finally:
+        kill_process_group(proc)
+        files.close()
     wall = time.monotonic() - start
-    (home / "steps.json").write_text(json.dumps(log))
+    (workdir / "steps.json").write_text(json.dumps(log))      # a folder no sandbox is given
     return AgentRun(proc.returncode, wall, timed_out, False, steps, finished=finished,
                     step_limit_hit=step_limit, isolation=box.isolation,
                     stderr=err.value().decode("utf-8", "replace")[-20000:], max_steps=max_steps,
-                    wall_budget_s=limits.wall_s)
+                    wall_budget_s=limits.wall_s,
+                    flags=[f"agent:tool_refused:{len(refused)}_paths"] if refused else [])
 
 
 # -- grading -----------------------------------------------------------------------------
@@ -450,7 +472,8 @@ class GradeReport:
     score : float
         ``|{n ∈ M : passed}| / |M|`` (no cap).
     outcomes : dict
-        Node ID → ``passed`` | ``failed`` | ``error`` | ``skipped`` | ``missing``.
+        Node ID → ``passed`` | ``failed`` | ``error`` | ``skipped`` | ``missing`` |
+        ``twin_passed`` (a weak canary twin passed too, so the test does not count).
     label : str
         The failure-mode label (first match in :data:`LABELS`).
     flags : list of str
@@ -480,6 +503,7 @@ class GradeReport:
     install_log: str = ""
     reported: dict = field(default_factory=dict)
     n_twins: int = 0
+    worker_log: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -576,10 +600,14 @@ def split_official_commands(commands) -> tuple[list[str], dict]:
     return setup, env
 
 
-def _audit_names(site: Path, names) -> list[str]:
-    """Hooks among the top-level names a package installs into ``site-packages``."""
+def _audit_names(site: Path, names, trusted=frozenset()) -> list[str]:
+    """Hooks among the top-level names a package installs into ``site-packages``.
+
+    ``trusted``: the top-level names the test interpreter imports at start and with pytest
+    (:func:`~icml26.nl2repo.install.trusted_import_names`); none may be shadowed.
+    """
     flags = []
-    stdlib = set(sys.stdlib_module_names)
+    stdlib = set(sys.stdlib_module_names) | set(trusted)
     for name in sorted(names):
         path = site / name
         if name.endswith(".pth"):
@@ -689,7 +717,7 @@ def _label(report: dict, run: AgentRun | None) -> str:
             return "step_limit"
     if report.get("test_killed"):
         return "resource_killed"
-    if report.get("agent_exit"):
+    if report.get("agent_exit") or report.get("worker_exit"):
         return "agent_exit"
     if report["test_timed_out"]:
         return "test_timeout"
@@ -728,11 +756,13 @@ def grade(task: Task, workspace, *, sandbox=None, limits: Limits | None = None,
     Notes
     -----
     ``s = |{n ∈ M : outcome(n) = passed}| / |M|``; nodes outside ``M`` are ignored and
-    counted in ``unexpected_tests``. Outcomes come from the harness's reporter plugin over
-    an inherited pipe, as the tests run; the JUnit XML and pytest's summary line must agree
-    with them (else ``forgery``, score 0), and no canary twin may pass beside its real test
-    (else ``tamper``, score 0). The package is built in a throw-away venv (audited) and
-    tested in a venv its code never wrote to. Output text is stored, never scored.
+    counted in ``unexpected_tests`` (one named like a manifest test is ``tamper``). The
+    tests run in a process that never imports the package (it runs in a separate worker
+    process; plain data crosses); outcomes come from the harness's reporter plugin over an
+    inherited pipe, as the tests run; the JUnit XML and pytest's summary line must agree
+    with them (else ``forgery``, score 0); a stream that did not end scores 0; no strict
+    canary twin may pass beside its real test (else ``tamper``, score 0). The package is
+    built in a throw-away venv (audited). Output text is stored, never scored.
     """
     t_start = time.perf_counter()
     box = _resolve_sandbox(sandbox)
@@ -757,8 +787,26 @@ def _phase(gdir: Path, name: str) -> dict:
     return {"tmp": tmp, "home": home, "env": _base_env(home, tmp)}
 
 
-def _reporter_source() -> str:
-    return (Path(__file__).resolve().parent / "_reporter_plugin.py").read_text()
+_HERE = Path(__file__).resolve().parent
+# Files of this package copied next to the two test-phase processes, under these names.
+_TRUSTED_FILES = {"_reporter_plugin.py": f"{REPORTER_MODULE}.py", "_nl2repo_trusted.py": "_nl2repo_trusted.py",
+                  "_nl2repo_wire.py": "_nl2repo_wire.py"}
+_WORKER_FILES = {"_nl2repo_wire.py": "_nl2repo_wire.py", "_nl2repo_worker.py": "_nl2repo_worker.py"}
+# The trusted interpreter: no site (no .pth file runs), the harness's own site-packages
+# (pytest and its dependencies) and the two plugins, then pytest.
+_BOOT = """import ctypes, sys
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)     # PR_SET_DUMPABLE 0: no ptrace, no /proc/<pid>/fd for others
+sys.path[:0] = [{trusted!r}]
+sys.path.extend({bridge!r})
+import pytest
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+def _copy_files(names: dict, dst: Path) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    for src, name in names.items():
+        shutil.copyfile(_HERE / src, dst / name)
 
 
 def _install(task, box, limits, src, gdir, hidden, state) -> tuple[list, str, float]:
@@ -774,6 +822,7 @@ def _install(task, box, limits, src, gdir, hidden, state) -> tuple[list, str, fl
         log += f"[setup] {cmd}: exit {res.returncode}\n"
     ivenv = gdir / "install-venv"
     isite = make_venv(ivenv)
+    trusted = trusted_import_names(ivenv / "bin" / "python")      # a fresh venv: nothing installed yet
     before = tree_state(ivenv)
     names_before = {p.name for p in isite.iterdir()}
     res = box.run([str(ivenv / "bin" / "python"), "-m", "pip", "install", "--no-index",
@@ -787,7 +836,8 @@ def _install(task, box, limits, src, gdir, hidden, state) -> tuple[list, str, fl
     if state["install_ok"]:
         flags, dists = audit_install(ivenv, before)
         state["flags"] += flags
-        state["flags"] += _audit_names(isite, {p.name for p in isite.iterdir()} - names_before)
+        state["flags"] += _audit_names(isite, {p.name for p in isite.iterdir()} - names_before,
+                                       trusted - {task.package})
         if not dists:
             state["install_ok"] = False
             log += "\n[install] pip reported success but installed no distribution"
@@ -799,7 +849,8 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
     reports.mkdir(parents=True, exist_ok=True)
     state = {"no_output": False, "flags": [], "invalid": False, "install_ok": False,
              "import_ok": False, "test_timed_out": False, "collection_errors": 0, "score": 0.0,
-             "agent_exit": False, "test_killed": False}
+             "agent_exit": False, "test_killed": False, "stream_incomplete": False,
+             "worker_exit": False}
     outcomes = {n: "missing" for n in task.manifest.tests}
     canaries: dict = {}
     unexpected = n_twins = 0
@@ -815,6 +866,7 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
     if not state["invalid"]:
         state["flags"] += _sanitize(task, src)
         state["no_output"] = not any(p.suffix == ".py" for p in src.rglob("*.py"))
+        state["flags"] += _suspect_constructs(src)
     else:
         state["no_output"] = not any(p.suffix == ".py" and not p.is_symlink()
                                      for p in workspace.rglob("*.py"))
@@ -823,7 +875,7 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
         tampered = any(f.startswith("tamper") for f in state["flags"])
         if state["install_ok"] and not tampered:
             make_venv(tvenv)
-            state["flags"] += populate_test_venv(tvenv, gdir / "install-venv", dists, _reporter_source())
+            state["flags"] += populate_test_venv(tvenv, gdir / "install-venv", dists)
             ph = _phase(gdir, "import")
             res = box.run([str(tvenv / "bin" / "python"), "-I", "-c", f"import {task.package}"],
                           cwd=ph["tmp"], env=ph["env"], limits=limits, rw_paths=[ph["tmp"], ph["home"]],
@@ -832,13 +884,18 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
             if not state["import_ok"]:
                 install_log += "\n[import check]\n" + res.text("stderr")[-3000:]
         if state["import_ok"]:
-            run = _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state)
+            dist = {"scripts": console_scripts(gdir / "install-venv", dists),
+                    "modules": sorted({task.package, *top_level_names(tvenv, dists)})}
+            run = _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state, dist)
             (pytest_s, test_wall, parse_s, test_stdout, reported, unexpected, canaries,
              n_twins) = run
             for node, outcome in reported.items():
                 if node in outcomes:
                     outcomes[node] = outcome
-    voided = any(f.startswith(("tamper", "forgery")) for f in state["flags"]) or state["agent_exit"]
+    if agent_run is not None:
+        state["flags"] += list(agent_run.flags)
+    voided = (any(f.startswith(("tamper", "forgery")) for f in state["flags"]) or state["agent_exit"]
+              or state["stream_incomplete"])
     n_pass = sum(1 for v in outcomes.values() if v == "passed")
     score = 0.0 if (voided or not state["import_ok"]) else n_pass / len(task.manifest)
     state["score"] = score
@@ -848,50 +905,119 @@ def _grade(task, workspace, box, limits, agent_run, gdir, t_start) -> GradeRepor
                        n_pass if not voided else 0, len(task.manifest), canaries,
                        box.isolation, install_s, pytest_s, test_wall, parse_s,
                        time.perf_counter() - t_start, state["test_timed_out"], test_stdout,
-                       install_log, reported, n_twins)
+                       install_log, reported, n_twins, state.get("worker_log", ""))
 
 
-def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
-    """The hidden suite (renamed, with canary twins) under the reporter plugin; cross-checks."""
-    suite = canary.build_suite(task.tests_dir, tests, task.manifest.tests)
+def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state, dist):
+    """The hidden suite (renamed, twinned, shuffled) in a trusted interpreter; the package in a worker.
+
+    Two sandboxes, started together and joined by two pipes. The **worker** runs the test
+    venv's interpreter with the package installed and serves requests; it never sees the
+    tests. The **trusted** process is the harness's own interpreter with ``-I -S`` (no
+    ``.pth`` file of any venv runs), pytest and the reporter; it never imports the package
+    (an import hook routes the package's names to the worker, and only plain data comes
+    back), so no code of the package runs where the verdicts are made. Outcomes stream to the
+    harness as they happen; JUnit, the summary line and the exit code must agree. The worker
+    also gets a report descriptor that leads nowhere but to the harness: anything written
+    there is ``tamper``.
+    """
+    suite = canary.build_suite(task.tests_dir, tests, task.manifest.tests, reference=task.reference_dir)
+    flags = state["flags"]
     if suite.n_twins < MIN_TWINS:
-        state["flags"].append(f"canary:weak:{suite.n_twins}_twins")
-    ph = _phase(gdir, "test")
+        flags.append(f"canary:weak:{suite.n_twins}_twins")
+    if suite.n_fallback:
+        flags.append(f"canary:fallback_flips:{suite.n_fallback}")
     _, cmd_env = split_official_commands(task.commands)
+    trusted, worker_code = gdir / "trusted", gdir / "worker-code"
+    _copy_files(_TRUSTED_FILES, trusted)
+    _copy_files(_WORKER_FILES, worker_code)
+    shared = gdir / "shared-tmp"               # the tests' tmp_path: both processes see it
+    shared.mkdir()
+    # pytest removes its basetemp when it exists: a name the worker cannot guess, made by pytest.
+    basetemp = shared / f"pytest-{secrets.token_hex(16)}"
+    tph, wph = _phase(gdir, "test"), _phase(gdir, "worker")
+    relay = tph["tmp"] / "relay.sock"
+    (trusted / "bin").mkdir()
+    for name in dist["scripts"]:
+        launcher = trusted / "bin" / name
+        launcher.write_text(f"#!{sys.executable} -IS\n" + _trusted_launcher(str(relay), name))
+        launcher.chmod(0o755)
     junit = reports / "junit.xml"
-    read_end, write_end = os.pipe()
-    reader = StreamReader(read_end)
-    env = {**ph["env"], **cmd_env, "PATH": f"{tvenv / 'bin'}:{ph['env']['PATH']}",
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_REPORT_FD": str(write_end)}
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    honey_r, honey_w = os.pipe()
+    reader, honeypot = StreamReader(rep_r), StreamReader(honey_r)
+    wenv = {**wph["env"], **cmd_env, "PATH": f"{tvenv / 'bin'}:{wph['env']['PATH']}",
+            "NL2REPO_RPC_IN": str(req_r), "NL2REPO_RPC_OUT": str(resp_w), "NL2REPO_REPORT_FD": str(honey_w)}
+    tenv = {**tph["env"], **cmd_env, "PATH": f"{trusted / 'bin'}:{tph['env']['PATH']}",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NL2REPO_REPORT_FD": str(rep_w),
+            "NL2REPO_RPC_IN": str(resp_r), "NL2REPO_RPC_OUT": str(req_w),
+            "NL2REPO_MODULES": ",".join(dist["modules"]), "NL2REPO_RELAY": str(relay),
+            "NL2REPO_SCRIPTS": ",".join(f"{k}={v}" for k, v in sorted(dist["scripts"].items()))}
     t0 = time.perf_counter()
+    worker = wout = werr = None
     try:
-        res = box.run([str(tvenv / "bin" / "python"), "-I", "-m", "pytest", "-p", "no:cacheprovider",
-                       "-p", REPORTER_MODULE, "-o", "addopts=", "-o", "junit_family=xunit1",
-                       "--rootdir", str(tests), "--junitxml", str(junit), "-q",
-                       "--continue-on-collection-errors", str(tests)],
-                      cwd=tests, env=env, limits=limits, rw_paths=[reports, ph["tmp"], ph["home"]],
-                      ro_paths=[tvenv, tests], hidden_paths=hidden, timeout_s=limits.test_timeout_s,
-                      pass_fds=[write_end])
+        worker = box.spawn([str(tvenv / "bin" / "python"), "-I", "-c",
+                            f"import sys; sys.path.insert(0, {str(worker_code)!r}); "
+                            "import _nl2repo_worker; _nl2repo_worker.main()"],
+                           cwd=wph["tmp"], env=wenv, limits=limits, rw_paths=[shared, wph["tmp"], wph["home"]],
+                           ro_paths=[tvenv, worker_code], hidden_paths=hidden,
+                           timeout_s=limits.test_timeout_s, stdin=subprocess.DEVNULL,
+                           pass_fds=[req_r, resp_w, honey_w])
+        wout, werr = Tail(worker.stdout), Tail(worker.stderr)
+        for fd in (req_r, resp_w, honey_w):
+            os.close(fd)
+        req_r = resp_w = honey_w = -1
+        boot = _BOOT.format(trusted=str(trusted), bridge=bridge_paths())
+        res = box.run([sys.executable, "-I", "-S", "-c", boot, "-p", "no:cacheprovider",
+                       "-p", REPORTER_MODULE, "-p", "_nl2repo_trusted", "-o", "addopts=",
+                       "-o", "junit_family=xunit1", "--rootdir", str(tests), "--junitxml", str(junit),
+                       "--basetemp", str(basetemp), "-q", "--tb=line", "--continue-on-collection-errors",
+                       str(tests)],
+                      cwd=tests, env=tenv, limits=limits, rw_paths=[reports, shared, tph["tmp"], tph["home"]],
+                      ro_paths=[tests, trusted], hidden_paths=hidden, timeout_s=limits.test_timeout_s,
+                      pass_fds=[rep_w, resp_r, req_w])
     finally:
-        os.close(write_end)
+        for fd in (rep_w, resp_r, req_w, req_r, resp_w, honey_w):
+            if fd >= 0:
+                os.close(fd)
+        if worker is not None:
+            try:
+                worker.wait(timeout=2)       # it ends on its own once the trusted side closed the pipe
+            except subprocess.TimeoutExpired:
+                pass
+            kill_process_group(worker)
     test_wall = time.perf_counter() - t0
     t0 = time.perf_counter()
     stream = read_stream(reader.value(), reader.overflow)
+    planted = honeypot.value()
     stdout = res.text("stdout")
+    state["worker_log"] = ("[test process stderr]\n" + res.text("stderr")[-3000:] + "\n[worker]\n"
+                           + ((wout.value() + werr.value()).decode("utf-8", "replace")[-5000:] if wout else ""))
     parsed, pytest_s, _, junit_ok = parse_junit(junit)
     state["collection_errors"] = stream.collection_errors
-    flags = state["flags"]
+    if planted:
+        flags.append(f"tamper:report_honeypot:{len(planted)}_bytes_written_by_the_package")
+    if stream.worker_gone is not None:
+        state["worker_exit"] = True
+        flags.append(f"agent_exit:worker_exit_{worker.returncode}_during:{stream.worker_gone[0] or 'collection'}")
     if stream.ended:
         flags += _cross_check(stream, parsed, junit_ok, parse_summary(stdout), res)
         state["test_timed_out"] = res.timed_out
-    elif res.timed_out:
-        state["test_timed_out"] = True
-    elif res.killed_by_limit:
-        state["test_killed"] = True
-    else:   # the interpreter ended before pytest did: the code under test stopped it
-        state["agent_exit"] = True
-        flags.append(f"agent_exit:test_process_exit_{res.returncode}_before_pytest_finished")
-    flags += _foreign_plugins(stream.plugins, tvenv)
+    else:   # no outcome of a stream that did not end counts, whatever ended it
+        state["stream_incomplete"] = True
+        flags.append(f"test_run:stream_not_ended:exit_{res.returncode}")
+        if res.timed_out:
+            state["test_timed_out"] = True
+        elif res.killed_by_limit:
+            state["test_killed"] = True
+        else:   # the trusted interpreter ended before pytest did
+            state["agent_exit"] = True
+            flags.append(f"agent_exit:test_process_exit_{res.returncode}_before_pytest_finished")
+    flags += _foreign_plugins(stream.plugins)
+    flags += _foreign_hooks(stream.hookimpls, [*_stdlib_dirs(), *bridge_paths(), os.path.realpath(tests),
+                                               os.path.realpath(trusted)])
     reported, unexpected, canaries = {}, 0, {}
     collected = set(stream.collected or ())
     instances: dict = {}
@@ -899,14 +1025,22 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
         info = suite.lookup(node)
         if info is not None:
             instances.setdefault(canary.split_node_id(node)[:3], []).append(node)
+    # Only nodes of the suite map score. Every hidden test was renamed, so a node that still
+    # carries a manifest test's original name can only have been injected (a star import of
+    # the package's own ``test_*`` functions, a forged collector).
+    originals = {canary.split_node_id(n)[:3] for n in task.manifest.tests}
+    foreign = []
     for node, outcome in stream.outcomes.items():
         info = suite.lookup(node)
         if info is None:
             unexpected += node in collected
-            reported[node] = outcome
+            if canary.split_node_id(node)[:3] in originals:
+                foreign.append(node)
         elif info[1] == "real":
             reported[info[0]] = outcome
-    both = missing = 0
+    if foreign:
+        flags.append(f"tamper:foreign_node:{len(foreign)}_nodes_named_like_manifest_tests:{foreign[0]}")
+    both = weak = missing = lone = 0
     for key, (original, role, partner) in suite.functions.items():
         if role != "twin":
             continue
@@ -915,11 +1049,21 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
             missing += sum(stream.outcomes.get(n) == "passed" for n in reals[len(twins):])
         for real, twin in zip(reals, twins):
             r_out, t_out = stream.outcomes.get(real, "missing"), stream.outcomes.get(twin, "missing")
-            canaries[f"{suite.lookup(real)[0]} (twin)"] = t_out
-            both += r_out == "passed" and t_out == "passed"
+            canaries[f"{suite.lookup(real)[0]} (twin {key[2]})"] = t_out
+            lone += t_out == "passed" and r_out != "passed" and suite.strength.get(key) == "strict"
+            if r_out == "passed" and t_out == "passed":
+                if suite.strength.get(key) == "strict":
+                    both += 1
+                else:       # a weak twin passed: its real test does not count
+                    weak += 1
+                    reported[suite.lookup(real)[0]] = "twin_passed"
             missing += stream.ended and r_out == "passed" and t_out == "missing"
     if both:
         flags.append(f"tamper:canary:{both}_twin_pairs_both_passed")
+    if weak:
+        flags.append(f"canary:weak_twin_passed:{weak}_pairs_not_scored")
+    if lone:   # a buggy package can hit another test's answer; a forger guessing the copy does often
+        flags.append(f"canary:strict_twin_passed_alone:{lone}")
     if missing:
         flags.append(f"tamper:canary_missing:{missing}")
     parse_s = time.perf_counter() - t0
@@ -927,15 +1071,79 @@ def _run_tests(task, box, limits, tvenv, tests, reports, hidden, gdir, state):
             suite.n_twins)
 
 
-def _foreign_plugins(plugins, tvenv: Path) -> list[str]:
-    """``tamper`` flags for pytest plugins the installed package registered (``pytest_plugins``)."""
-    site = os.path.realpath(site_packages(tvenv))
+def _stdlib_dirs() -> list[str]:
+    import sysconfig
+
+    return sorted({os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")})
+
+
+def _defines(path: str, line, func: str) -> bool:
+    """Whether ``path`` defines ``func`` at (or just below) line ``line`` (decorators first)."""
+    if not isinstance(line, int) or line < 1:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(4 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return False
+    return any(re.match(rf"\s*(async\s+)?def\s+{re.escape(func)}\s*\(", row)
+               for row in text[line - 1:line + 20])
+
+
+def _foreign_hooks(hookimpls, roots, files=()) -> list[str]:
+    """``tamper`` flags for hook functions whose code was not compiled from a trusted file.
+
+    A hook's code object names the file it was compiled from (``co_filename``); it must be
+    a real file under ``roots`` (the standard library, the harness's site-packages, the hidden
+    tests) or one of ``files`` (the reporter), and define that function at that line.
+    """
     flags = []
-    for name, where in plugins:
-        real = os.path.realpath(where) if where.startswith("/") else ""
-        if real.startswith(site + os.sep) and not real.endswith(f"{REPORTER_MODULE}.py"):
-            flags.append(f"tamper:pytest_plugin_from_package:{name}")
-    return flags
+    for plugin, file, line, func in sorted(hookimpls, key=str):
+        real = os.path.realpath(file) if file.startswith("/") else ""
+        inside = real in files or any(real.startswith(r + os.sep) for r in roots)
+        if not (inside and _defines(real, line, func)):
+            flags.append(f"tamper:hook_code_from:{file}:{plugin}.{func}")
+    return flags[:5]
+
+
+_SUSPECT = {   # constructs honest library code has no use for; reported, never scored
+    "pytest_internals": re.compile(r"\b_pytest\b|\bpluggy\b|^\s*(?:import|from)\s+pytest\b", re.M),
+    "report_pipe": re.compile(r"NL2REPO_|_nl2repo"),
+    "frame_inspection": re.compile(r"\b_getframe\b|\bcurrentframe\b|\bf_back\b|\bf_globals\b"),
+    "heap_walk": re.compile(r"\bget_objects\b|\bget_referrers\b"),
+    "code_objects": re.compile(r"__code__|\bco_consts\b|\bco_code\b"),
+    "proc_self": re.compile(r"/proc/"),
+}
+SUSPECT_SCAN_BYTES = 1 << 20
+
+
+def _suspect_constructs(tree: Path) -> list[str]:
+    """``suspect:<construct>:<file>`` for the package sources (informational, evadable)."""
+    found = {}
+    for path in sorted(tree.rglob("*.py"))[:5000]:
+        if path.is_symlink() or not path.is_file():
+            continue
+        with open(path, "rb") as fh:
+            text = fh.read(SUSPECT_SCAN_BYTES).decode("utf-8", "replace")
+        for name, pattern in _SUSPECT.items():
+            if name not in found and pattern.search(text):
+                found[name] = path.relative_to(tree).as_posix()
+    return [f"suspect:{name}:{where}" for name, where in found.items()]
+
+
+def _foreign_plugins(plugins) -> list[str]:
+    """``tamper`` flags for modules of the package registered as pytest plugins (a
+    ``pytest_plugins`` list reached through a star import): the trusted side sees them only
+    as remote modules, whose functions are never hooks, but the attempt is flagged."""
+    from ._reporter_plugin import REMOTE_PLUGIN
+
+    return [f"tamper:pytest_plugin_from_package:{name}" for name, where in plugins if where == REMOTE_PLUGIN]
+
+
+def _trusted_launcher(relay: str, name: str) -> str:
+    from ._nl2repo_trusted import LAUNCHER
+
+    return LAUNCHER.format(relay=relay, name=name)
 
 
 _PYTEST_NORMAL_EXIT = (0, 1, 2, 5)   # ok, tests failed, interrupted, no tests collected

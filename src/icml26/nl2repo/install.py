@@ -7,7 +7,9 @@ access to the environment it installs into. So the package is installed into a t
 installed distributions record (``RECORD``) inside ``site-packages`` are then copied into a
 **test venv** that the harness builds afterwards, outside any sandbox, so no code of the
 package ever ran with write access to it; console scripts are regenerated from the
-distribution's ``entry_points.txt``. The test venv is read-only while the tests run.
+distribution's ``entry_points.txt``. The test venv is read-only while the tests run, and only
+the package's worker process uses it: the process that runs the tests is the harness's own
+interpreter, which never imports the package.
 
 References
 ----------
@@ -28,7 +30,8 @@ import sysconfig
 from pathlib import Path, PurePosixPath
 
 __all__ = ["make_venv", "site_packages", "tree_state", "audit_install", "populate_test_venv",
-           "bridge_paths", "REPORTER_MODULE", "BRIDGE_PTH"]
+           "bridge_paths", "trusted_import_names", "console_scripts", "top_level_names",
+           "REPORTER_MODULE", "BRIDGE_PTH"]
 
 BRIDGE_PTH = "_nl2repo_base.pth"
 REPORTER_MODULE = "_nl2repo_reporter"
@@ -66,6 +69,32 @@ def make_venv(venv: Path) -> Path:
     site = site_packages(venv)
     (site / BRIDGE_PTH).write_text("\n".join(bridge_paths()) + "\n")
     return site
+
+
+# What the test interpreter imports before (and besides) any package code: its startup
+# ``.pth`` hooks and pytest with the plugins it loads. A package that installs a top-level
+# module of one of these names would run in their place (``pygments`` is imported by
+# ``import pytest``; ``_distutils_hack`` by setuptools' ``distutils-precedence.pth`` at start).
+_IMPORT_PROBE = ("import sys\nimport pytest, _pytest.junitxml, _pytest.terminal, _pytest.python, "
+                 "_pytest.runner, _pytest.main, _pytest.fixtures, _pytest.assertion.rewrite, "
+                 "_pytest.capture, _pytest.logging, _pytest.faulthandler\n"
+                 "print(' '.join(sorted({m.split('.')[0] for m in list(sys.modules)})))\n")
+_TRUSTED_IMPORTS: dict = {}
+
+
+def trusted_import_names(python: Path) -> frozenset:
+    """Top-level module names a fresh test venv's interpreter imports at start and with pytest.
+
+    Run once per harness process (cached), with ``python`` from a venv made by
+    :func:`make_venv` before anything was installed into it.
+    """
+    if "names" not in _TRUSTED_IMPORTS:
+        res = subprocess.run([str(python), "-I", "-c", _IMPORT_PROBE], capture_output=True,
+                             text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"})
+        if res.returncode != 0:
+            raise RuntimeError(f"cannot list what the test interpreter imports: {res.stderr[-500:]}")
+        _TRUSTED_IMPORTS["names"] = frozenset(res.stdout.split())
+    return _TRUSTED_IMPORTS["names"]
 
 
 def tree_state(root: Path) -> dict:
@@ -142,7 +171,33 @@ def _console_scripts(dist: Path) -> list:
     return out
 
 
-def populate_test_venv(test_venv: Path, install_venv: Path, dists: list, reporter_source: str) -> list:
+def console_scripts(install_venv: Path, dists: list) -> dict:
+    """``name -> "module:attr"`` of the installed distributions' console scripts (checked names)."""
+    site = site_packages(install_venv)
+    out = {}
+    for dist in dists:
+        for name, module, attr in _console_scripts(site / dist):
+            if _SCRIPT_NAME.match(name) and _DOTTED.match(module) and _DOTTED.match(attr):
+                out.setdefault(name, f"{module}:{attr}")
+    return out
+
+
+def top_level_names(venv: Path, dists: list) -> list:
+    """Importable top-level names the distributions installed (packages and modules)."""
+    site = site_packages(venv)
+    names = set()
+    for rel in _recorded(venv, site, dists):
+        inside = os.path.relpath(rel, os.path.relpath(site, venv))
+        head = PurePosixPath(inside).parts[0] if not inside.startswith("..") else ""
+        if head.endswith((".dist-info", ".data", ".pth")) or head in ("", "__pycache__"):
+            continue
+        name = head[:-3] if head.endswith(".py") else head.split(".")[0]
+        if name.isidentifier():
+            names.add(name)
+    return sorted(names)
+
+
+def populate_test_venv(test_venv: Path, install_venv: Path, dists: list) -> list:
     """Copy the recorded ``site-packages`` files of ``dists`` into ``test_venv``; write launchers.
 
     Files a distribution records outside ``site-packages`` (scripts, data) are not copied:
@@ -177,5 +232,4 @@ def populate_test_venv(test_venv: Path, install_venv: Path, dists: list, reporte
             launcher.write_text(_LAUNCHER.format(python=python, module=module, head=attr.split(".")[0],
                                                  name=name, call=attr))
             launcher.chmod(0o755)
-    (dst_site / f"{REPORTER_MODULE}.py").write_text(reporter_source)
     return notes

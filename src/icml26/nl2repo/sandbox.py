@@ -39,12 +39,12 @@ __all__ = ["ProcResult", "Sandbox", "SandboxUnavailable", "BwrapSandbox", "Unsha
 CAPTURE_BYTES = 1 << 20            # keep the last 1 MiB of each stream
 GRACE_S = 5.0                      # SIGTERM → SIGKILL grace period
 SANDBOX_UID = 1000                 # uid seen inside the namespace backends
-LIMIT_SIGNALS = {signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV, signal.SIGBUS}
-# Signatures of an rlimit hit in a process's own error output. Used only for the failure
-# *label* of a run that already ended badly, never for a score.
-RESOURCE_MARKERS = (b"MemoryError", b"Cannot allocate memory", b"Resource temporarily unavailable",
-                    b"BlockingIOError: [Errno 11]", b"File size limit exceeded", b"File too large",
-                    b"No space left on device", b"CPU time limit exceeded", b"std::bad_alloc")
+# A run that failed is "killed by a limit" only on counters the kernel keeps and the process
+# cannot write: its cgroups' pids.max / OOM-kill events, its peak memory (cgroup, or the
+# rusage the kernel reports at reaping) at this fraction of ``memory_mb`` or more, or its CPU
+# time at the CPU limit. Never on its output text or on a signal it can send itself
+# (MemoryError printed, SIGSEGV, SIGXCPU, SIGKILL).
+MEMORY_HIT_FRACTION = 0.9
 
 
 class SandboxUnavailable(RuntimeError):
@@ -56,8 +56,11 @@ class ProcResult:
     """What one sandboxed process did.
 
     ``returncode`` is the exit status (negative: killed by that signal);
-    ``killed_by_limit`` is True when it died of a resource limit (an rlimit signal,
-    an rlimit error in its output, or a kill we did not send).
+    ``killed_by_limit`` is True when it failed and a kernel-kept counter shows a limit was
+    reached (see :data:`MEMORY_HIT_FRACTION`): never from its own output or signals.
+    ``cpu_s`` is its CPU time and ``peak_memory_mb`` its peak memory, as the kernel counted
+(the cgroup's peak, or the reaped rusage's when it exceeds the harness's own peak RSS, which
+the child inherits across ``fork``/``execve``).
     """
 
     returncode: int | None
@@ -71,6 +74,7 @@ class ProcResult:
     leftover_processes: bool = False
     notes: list = field(default_factory=list)
     peak_memory_mb: float | None = None
+    cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -277,6 +281,27 @@ def kill_process_group(proc: subprocess.Popen) -> None:
         cgroup.destroy()
 
 
+def _reap(proc: subprocess.Popen, deadline: float | None):
+    """Wait for ``proc`` until ``deadline`` (monotonic; ``None``: forever) and reap it with
+    ``wait4``: its ``rusage`` (CPU time, peak RSS of it and the descendants it reaped), or
+    ``None`` when the deadline passed first. Sets ``proc.returncode``."""
+    delay = 0.001
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline is not None else 0)
+        except ChildProcessError:          # reaped elsewhere: as subprocess does, status 0
+            if proc.returncode is None:
+                proc.returncode = 0
+            return resource.struct_rusage((0,) * 16)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return usage
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(delay)
+        delay = min(2 * delay, 0.05)
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -385,13 +410,14 @@ class _Base:
         raise NotImplementedError
 
     def spawn(self, argv, *, cwd, env, limits, rw_paths=(), hidden_paths=(), ro_paths=(),
-              timeout_s=None) -> subprocess.Popen:
-        """Start ``argv`` with stdin/stdout pipes (for the JSON-lines step protocol).
+              timeout_s=None, stdin=subprocess.PIPE, pass_fds=()) -> subprocess.Popen:
+        """Start ``argv`` with stdout/stderr pipes (and a stdin pipe unless told otherwise).
 
-        The caller owns the process; kill it with :func:`kill_process_group`.
+        For the JSON-lines step protocol and the package's worker process. The caller owns
+        the process; kill it with :func:`kill_process_group`.
         """
         return self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
-                           subprocess.PIPE)
+                           stdin, pass_fds)
 
     def _popen(self, argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s, stdin,
                pass_fds=()):
@@ -428,6 +454,9 @@ class _Base:
             File descriptors the process inherits (e.g. the write end of a report pipe).
         """
         timeout = float(limits.wall_s if timeout_s is None else timeout_s)
+        # Linux keeps a process's peak RSS across execve, so the child's rusage starts at this
+        # (the forking) process's peak: only a peak above it is the child's own.
+        inherited_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         start = time.monotonic()
         proc = self._popen(argv, cwd, env, limits, rw_paths, hidden_paths, ro_paths, timeout_s,
                            subprocess.PIPE if stdin is not None else subprocess.DEVNULL, pass_fds)
@@ -440,16 +469,14 @@ class _Base:
             except (BrokenPipeError, OSError):
                 pass
         timed_out = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        usage = _reap(proc, start + timeout)
+        if usage is None:
             timed_out = True
             _kill_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=GRACE_S)
-            except subprocess.TimeoutExpired:
+            usage = _reap(proc, time.monotonic() + GRACE_S)
+            if usage is None:
                 _kill_group(proc, signal.SIGKILL)
-                proc.wait()
+                usage = _reap(proc, None)
         wall = time.monotonic() - start
         # Background processes left in the group (only possible without a PID namespace).
         leftover = _group_alive(proc.pid)
@@ -463,16 +490,16 @@ class _Base:
         stdout, stderr = out.value(), err.value()
         rc = proc.returncode
         sig = -rc if rc is not None and rc < 0 else (rc - 128 if rc and 128 < rc < 160 else None)
-        by_limit = False
-        if not timed_out:
-            if sig is not None and (sig in LIMIT_SIGNALS or sig == signal.SIGKILL):
-                by_limit = True
-            elif rc not in (0, None) and any(m in stderr[-65536:] for m in RESOURCE_MARKERS):
-                by_limit = True
-            elif limit_hit:
-                by_limit = True
+        cpu_s = usage.ru_utime + usage.ru_stime if usage is not None else None
+        rss_mb = usage.ru_maxrss / 1024 if usage is not None else None     # KiB on Linux
+        if rss_mb is not None and rss_mb <= inherited_mb:
+            rss_mb = None              # no larger than what it inherited: not evidence of its own use
+        peak = max(p for p in (peak, rss_mb, 0.0) if p is not None)
+        by_limit = not timed_out and rc != 0 and (
+            limit_hit or peak >= MEMORY_HIT_FRACTION * limits.memory_mb
+            or (cpu_s is not None and cpu_s >= max(1, int(2 * timeout))))
         res = ProcResult(rc, stdout, stderr, wall, timed_out, by_limit, sig, self.isolation, leftover)
-        res.peak_memory_mb = peak
+        res.peak_memory_mb, res.cpu_s = peak, cpu_s
         return res
 
 
@@ -567,7 +594,7 @@ exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
 
 
 class UnshareSandbox(_Base):
-    """util-linux ``unshare``: user, mount, PID and network namespaces; a whitelisted, read-only root.
+    """util-linux ``unshare``: user, mount, PID, IPC, UTS and network namespaces; a whitelisted root.
 
     The setup script builds a new root on a tmpfs (system folders and runtime bound
     read-only, then the run's own paths), pivots into it (``pivot_root``) and detaches the host's
@@ -596,8 +623,8 @@ class UnshareSandbox(_Base):
                 raise ValueError(f"unshare sandbox: path {path} contains whitespace")
         if any(c.isspace() for c in str(cwd)):
             raise ValueError(f"unshare sandbox: path {cwd} contains whitespace")
-        flags = [self.binary, "--user", "--map-root-user", "--mount", "--pid", "--fork",
-                 "--kill-child", "--propagation", "private"]
+        flags = [self.binary, "--user", "--map-root-user", "--mount", "--pid", "--ipc", "--uts",
+                 "--fork", "--kill-child", "--propagation", "private"]
         if not limits.network:
             flags.append("--net")
         self._env_extra = {"NL2REPO_PLAN": "\n".join(" ".join(map(str, step)) for step in plan),

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+
 from typing import Any, Callable
 
 import numpy as np
+from scipy.optimize import OptimizeResult as _ScipyOptimizeResult
 
 from icml26.core.validation import check_choice, check_int
 
@@ -126,9 +127,9 @@ class BudgetedObjective:
         return value
 
 
-@dataclass
-class OptimizeResult:
-    """What every optimizer in :mod:`icml26.pem` returns.
+class OptimizeResult(_ScipyOptimizeResult):
+    """What every optimizer in :mod:`icml26.pem` returns: a :class:`scipy.optimize.OptimizeResult`
+    (a dict with attribute access, as ``scipy.optimize.minimize`` returns) with the ES fields.
 
     Attributes
     ----------
@@ -139,21 +140,29 @@ class OptimizeResult:
     nfev : int
         Oracle calls used (== the budget for a complete run).
     ngen : int
-        Generations completed.
+        Generations completed (also as scipy's ``nit``).
     history : list of dict
         Per-generation log (calls so far, re-evaluation calls, sigma, best value).
     method : str
     info : dict
         Method-specific extras (restarts, probe statistic, noise model...).
+    success : bool
+        True: a fixed-budget run ends by spending its budget, not by converging.
+    message : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> res = OptimizeResult(x=np.zeros(2), fun=0.5, nfev=10, ngen=2, method="rbpem")
+    >>> res.nit, res["nfev"], isinstance(res, dict)
+    (2, 10, True)
     """
 
-    x: np.ndarray
-    fun: float
-    nfev: int
-    ngen: int
-    history: list = field(default_factory=list)
-    method: str = ""
-    info: dict = field(default_factory=dict)
+    def __init__(self, x, fun, nfev, ngen, history=None, method="", info=None, **extra):
+        super().__init__(x=x, fun=fun, nfev=nfev, ngen=ngen, nit=ngen,
+                         history=[] if history is None else history, method=method,
+                         info={} if info is None else info, success=True,
+                         message=extra.pop("message", "budget spent"), **extra)
 
 
 class EvaluationArchive:

@@ -270,6 +270,12 @@ class PointNet2Lite(nn.Module):
     variation of the centroids (``k`` clamped to the number of centroids); the head input is
     ``concat(max-pool, z_hyp)`` as in :class:`PointNetLite`.
 
+    Ball-query groups that hold only their centroid (sparse clouds, small radii) have local
+    coordinates of exactly 0, so in training mode some BatchNorm channels are near-constant
+    and the gradients through them are rounding noise amplified by ``1/σ``: two devices (or a
+    1e-6 change of the input) give gradients that differ by O(1) there, while eval mode agrees
+    to 1e-6 (tested).
+
     Examples
     --------
     >>> import torch
@@ -379,7 +385,7 @@ class HyCoReLite(nn.Module):
         idx = (xyz - anchor[:, None]).norm(dim=-1).topk(m, largest=False).indices
         part = torch.gather(xyz, 1, idx[..., None].expand(b, m, 3))
         whole_z, part_z = self.embed(xyz), self.embed(part)
-        k = -torch.as_tensor(self.c, dtype=xyz.dtype)
+        k = -torch.as_tensor(self.c, dtype=xyz.dtype, device=xyz.device)
         entail = F.relu(stereo_math.dist0(whole_z, k=k) - stereo_math.dist0(part_z, k=k)
                         + self.margin).mean()
         pair = stereo_math.dist(part_z[:, None], whole_z[None], k=k)       # (B, B)

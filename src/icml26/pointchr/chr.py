@@ -105,8 +105,8 @@ def quantile_gate(curvature, q_low: float = GATE_QUANTILES[0], q_high: float = G
         raise ValueError(f"q_high must be > q_low, got q_low={q_low:g}, q_high={q_high:g}")
     if len(rise) != 2 or not 0.0 < rise[0] < rise[1] < 1.0:
         raise ValueError(f"rise must be (low, high) with 0 < low < high < 1, got {rise}")
-    k_low, k_high = (float(v) for v in torch.quantile(kappa, torch.tensor([q_low, q_high],
-                                                                          dtype=torch.float64)))
+    quantiles = torch.tensor([q_low, q_high], dtype=torch.float64, device=kappa.device)
+    k_low, k_high = (float(v) for v in torch.quantile(kappa, quantiles))
     if k_high - k_low < 1e-6:
         raise ValueError(f"curvature quantiles {q_low:g} and {q_high:g} coincide ({k_low:.3g}); the "
                          "gate needs a spread of κ (pass a_init/b_init directly)")

@@ -43,6 +43,7 @@ import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 from icml26.core.cache import cache_root, cached_json  # noqa: E402
+from icml26.core.device import cpu_only, device_cache_key, job_device, to_numpy, uses_device  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.validation import check_choice  # noqa: E402
 from icml26.core.stats import format_mean_std, loglog_slope, sign_test, summary_table  # noqa: E402
@@ -177,11 +178,13 @@ def _cached(config: CompareConfig, seed: int, task: dict, compute):
     key = [settings, seed, task, JOB_CACHE_VERSION]
     if config.eval_split == "test":
         key.append({"test_seed_offset": TEST_SEED_OFFSET})
+    if device_cache_key():                       # another device's results are kept apart
+        key.append(device_cache_key())
     return cached_json(config.cache_dir, f"job_seed{seed}", key, compute)
 
 
 def _mechanism(kappa: np.ndarray, detail: np.ndarray, extra: dict) -> dict:
-    radius, weight = extra["radius"].numpy(), extra["weight"].numpy()
+    radius, weight = to_numpy(extra["radius"]), to_numpy(extra["weight"])
     rho = spearmanr(kappa.ravel(), radius.ravel()).statistic
     ratio = float(weight[detail].mean() / weight[~detail].mean())
     return {"spearman_kappa_radius": float(rho), "detail_weight_ratio": ratio,
@@ -209,13 +212,16 @@ def _train_and_evaluate(config: CompareConfig, seed: int, task: dict) -> dict:
         rule = _task_gate(config, task)
         gate = gate_init("spec") if rule == "spec" else gate_init("quantile", k_tr, rule)
     torch.manual_seed(seed)
-    model = build_model(variant, len(names), backbone, config.k, config.hyp_dim, **gate)
+    device = job_device()
+    model = build_model(variant, len(names), backbone, config.k, config.hyp_dim, **gate).to(device)
     curve: list = []
-    train_classifier(model, x_tr, y_tr, k_tr if uses_kappa else None, epochs=config.epochs,
+    train_classifier(model, x_tr.to(device), y_tr.to(device),
+                     k_tr.to(device) if uses_kappa else None, epochs=config.epochs,
                      batch_size=config.batch_size, lr=config.lr,
                      weight_decay=config.weight_decay, seed=seed, history=curve)
-    logits, extra = predict_logits(model, x_te, k_te if uses_kappa else None, return_chr=True)
-    pred = logits.argmax(-1).numpy()
+    logits, extra = predict_logits(model, x_te.to(device),
+                                   k_te.to(device) if uses_kappa else None, return_chr=True)
+    pred = to_numpy(logits.argmax(-1))
     truth = y_te.numpy()
     metrics = {"oa": float((pred == truth).mean()),
                "macc": float(np.mean([(pred[truth == c] == c).mean() for c in np.unique(truth)])),
@@ -235,6 +241,7 @@ def _train_and_evaluate(config: CompareConfig, seed: int, task: dict) -> dict:
     return metrics
 
 
+@uses_device
 def run_compare(config: CompareConfig, seed: int, task: dict) -> dict:
     metrics = _cached(config, seed, task, lambda: _train_and_test(config, seed, task))
     return dict(metrics, **task)
@@ -495,6 +502,7 @@ def _random_rotation(gen: torch.Generator) -> torch.Tensor:
     return q * torch.sign(torch.diagonal(r))
 
 
+@cpu_only("float64 property checks against geoopt")
 def run_properties(config: PropertyConfig, seed: int) -> dict:
     import geoopt
 
@@ -664,6 +672,7 @@ def measure_scaling(config: ScalingConfig, seed: int = 0) -> dict:
     return {"rows": rows, **timed}
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     return measure_scaling(config, seed)
 

@@ -20,6 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from torch.nn import functional as F
 
+from icml26.core.device import deterministic_cuda_env, resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import (check_choice, check_finite_array, check_int, check_scalar_in,
                                     check_vector)
 
@@ -39,9 +40,11 @@ def deterministic_torch(threads: int = 1):
 
     Float sums are split differently over different thread counts, and training amplifies those
     last-bit differences into points of accuracy; a fixed count makes a seed's numbers the same
-    whatever the machine, the number of jobs or the caller's thread setting.
+    whatever the machine, the number of jobs or the caller's thread setting. On CUDA,
+    ``CUBLAS_WORKSPACE_CONFIG`` is set (unless set) so deterministic cuBLAS calls can run.
     """
     threads = check_int(threads, "threads", min_value=1)
+    deterministic_cuda_env()     # cuBLAS needs a fixed workspace for deterministic CUDA matmuls
     old_threads, old_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.set_num_threads(threads)
@@ -185,13 +188,20 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
         :func:`~icml26.pointchr.chr.quantile_gate`); ``spec`` is the spec's literal ``a = 10,
         b = 0.2``. Both stay learnable.
     random_state : int
-        Seed of the initialisation, batch order and the κ shuffle.
+        Seed of the initialisation, batch order and the κ shuffle (torch's global generator is
+        seeded only inside ``fit`` and restored afterwards).
+    device : str or torch.device
+        Where the network trains and predicts: ``"cpu"`` (default), ``"cuda"``, ``"cuda:N"`` or
+        ``"auto"``. Inputs and outputs stay numpy. The batch order and the κ shuffle are drawn
+        on the CPU (the same on every device); dropout masks are drawn on ``device``.
 
     Attributes
     ----------
     classes_ : ndarray
     model_ : torch.nn.Module
-        The trained network (float32, CPU).
+        The trained network (float32, on ``device_``).
+    device_ : torch.device
+        The resolved ``device``.
 
     Notes
     -----
@@ -214,7 +224,7 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, variant: str = "chr", backbone: str = "pointnet", epochs: int = 20,
                  batch_size: int = 32, lr: float = 1e-3, weight_decay: float = 1e-4, k: int = 16,
                  hyp_dim: int | None = None, chr_stage: str = "pool", gate_rule: str = "quantile",
-                 random_state: int = 0):
+                 random_state: int = 0, device="cpu"):
         self.variant = variant
         self.backbone = backbone
         self.epochs = epochs
@@ -226,12 +236,13 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
         self.chr_stage = chr_stage
         self.gate_rule = gate_rule
         self.random_state = random_state
+        self.device = device
 
-    def _points(self, X) -> torch.Tensor:
+    def _points(self, X, device=None) -> torch.Tensor:
         arr = check_finite_array(X, "X", dtype=np.float32, ndim=3)
         pts = torch.from_numpy(np.ascontiguousarray(arr))
         check_points(pts, "X", k=self.k)
-        return pts
+        return pts if device is None else pts.to(device)
 
     def _curvature(self, pts: torch.Tensor) -> torch.Tensor | None:
         if self.variant in ("base", "hycore"):
@@ -245,7 +256,8 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
         """Train on clouds ``X`` (n_clouds, n_points, 3) and labels ``y``; returns self."""
         check_choice(self.variant, "variant", VARIANTS)
         check_choice(self.gate_rule, "gate_rule", GATE_RULES)
-        pts = self._points(X)
+        device = resolve_device(self.device)
+        pts = self._points(X, device)
         y = check_vector(y, "y", dtype=None)
         if len(y) != len(pts):
             raise ValueError(f"y has {len(y)} labels; expected one per cloud in X ({len(pts)})")
@@ -255,19 +267,21 @@ class PointCHRClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has one class (X, y: {len(y)} cloud(s)); expected at least two classes")
         kappa = self._curvature(pts)
         gate = gate_init(self.gate_rule, kappa) if self.variant in ("chr", "chr_shuffled") else {}
-        torch.manual_seed(check_int(self.random_state, "random_state", min_value=0))
-        self.model_ = build_model(self.variant, len(self.classes_), self.backbone, self.k,
-                                  self.hyp_dim, self.chr_stage, **gate)
-        train_classifier(self.model_, pts, torch.from_numpy(codes).long(), kappa,
-                         epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                         weight_decay=self.weight_decay, seed=self.random_state)
+        seed = check_int(self.random_state, "random_state", min_value=0)
+        with seeded_rng(seed, device):
+            self.model_ = build_model(self.variant, len(self.classes_), self.backbone, self.k,
+                                      self.hyp_dim, self.chr_stage, **gate).to(device)
+            train_classifier(self.model_, pts, torch.from_numpy(codes).long().to(device), kappa,
+                             epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                             weight_decay=self.weight_decay, seed=self.random_state)
+        self.device_ = device
         return self
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (n_clouds, n_classes)."""
         check_is_fitted(self, "model_")
-        pts = self._points(X)
-        return torch.softmax(predict_logits(self.model_, pts, self._curvature(pts)), -1).numpy()
+        pts = self._points(X, self.device_)
+        return to_numpy(torch.softmax(predict_logits(self.model_, pts, self._curvature(pts)), -1))
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels (n_clouds,)."""

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from icml26.core.device import cpu_only
 from icml26.core.cache import atomic_file, cache_root, cached_json
 from icml26.core.experiment import Claim, Result
 from icml26.core.stats import bootstrap_mean_interval, format_mean_std, sign_test
@@ -230,6 +231,7 @@ def quantized_tail(config: SmolE2Config, tail, ref: dict, method: str, bits: int
     return _cached_tensors(config, f"q2-{key}-{method}-{bits}", build)
 
 
+@cpu_only("not ported to --device: its cached prefix hidden states are CPU tensors")
 def run_e2_smollm2(config: SmolE2Config, seed: int, task: dict) -> dict:
     """One (method, bits, seed) job: quantize (cached), compensate, fine-tune, held-out CE per row."""
     method, bits = task["method"], int(task["bits"])

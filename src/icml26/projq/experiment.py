@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from icml26.core.device import cpu_only, device_cache_key, job_device, uses_device
 from icml26.core.cache import atomic_file, atomic_folder, cache_root
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import format_mean_std, loglog_slope
@@ -159,7 +160,7 @@ def smollm2_block_stats(model, tokenizer, config: LayerwiseConfig, block: int) -
         try:
             for start in range(0, ids.shape[0], 8):
                 try:
-                    model.model(ids[start:start + 8])
+                    model.model(ids[start:start + 8].to(model.device))
                 except _StopForward:
                     pass
         finally:
@@ -207,14 +208,17 @@ def layerwise_tasks(config: LayerwiseConfig) -> list:
     return [{"block": int(b)} for b in sorted(config.blocks, reverse=True)]
 
 
+@uses_device
 def run_layerwise(config: LayerwiseConfig, seed: int, task: dict) -> dict:
     from icml26.zoo import load_smollm2
 
     block = task["block"]
     model, tokenizer = load_smollm2()
+    model.to(job_device())
     cache_file = None
     if config.resume:
-        key = _config_key(config, block, seed, E1_VERSION, model.zoo_manifest.get("state_dict_sha256"))
+        key = _config_key(config, block, seed, E1_VERSION, model.zoo_manifest.get("state_dict_sha256"),
+                          *([device_cache_key()] if device_cache_key() else []))
         cache_file = cache_root("projq", "e1") / f"block{block}-{key}.json"
         if cache_file.is_file():
             return json.loads(cache_file.read_text())
@@ -407,7 +411,7 @@ def _train(model, params, ids: torch.Tensor, steps: int, batch: int, lr: float, 
 
     def batch_loss(step: int) -> torch.Tensor:
         starts = torch.randint(0, ids.numel() - width, (batch,), generator=generator)
-        rows = torch.stack([ids[s:s + width] for s in starts.tolist()])
+        rows = torch.stack([ids[s:s + width] for s in starts.tolist()]).to(model.device)
         return model(input_ids=rows, labels=rows).loss
 
     return adamw_cosine(model, params, steps, lr, weight_decay, warmup_fraction, batch_loss)
@@ -440,7 +444,10 @@ def pretrained_char_llama(config: EndToEndConfig):
             with atomic_folder(folder) as tmp:
                 model.save_pretrained(tmp)
                 (tmp / "pretrain_losses.json").write_text(json.dumps(losses))
-    return LlamaForCausalLM.from_pretrained(folder).eval()
+    # On a GPU, transformers re-kernelises the model for training (model.train()) and would fetch
+    # hub kernels for CUDA (offline: an error); the CPU keeps the default (its recorded numbers).
+    extra = {} if job_device() == "cpu" else {"use_kernels": False}
+    return LlamaForCausalLM.from_pretrained(folder, **extra).eval()
 
 
 def _block_linears(model) -> list:
@@ -452,11 +459,12 @@ def e2e_tasks(config: EndToEndConfig) -> list:
     return [{"bits": int(b)} for b in config.bits]
 
 
+@uses_device
 def run_e2e(config: EndToEndConfig, seed: int, task: dict) -> dict:
     from icml26.zoo.lm_eval import next_token_ce
 
     bits = task["bits"]
-    base = pretrained_char_llama(config)
+    base = pretrained_char_llama(config).to(job_device())   # pretrained (and cached) on the CPU
     calib = _char_ids("docstrings", "train")
     calib = calib[: config.calib_blocks * config.seq_len].reshape(config.calib_blocks, config.seq_len)
     T = config.seq_len
@@ -605,6 +613,7 @@ def scaling_tasks(config: ScalingConfig) -> list:
             + [{"kind": "tokens", "n": int(config.token_width), "tokens": int(t)} for t in config.token_counts])
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int, task: dict) -> dict:
     n = task["n"]
     return dict(time_projq_and_gptq(n, task["tokens"], config.bits, max(1, int(n * config.rank_fraction)),

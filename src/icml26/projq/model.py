@@ -134,8 +134,10 @@ def collect_stats(model: torch.nn.Module, input_ids: torch.Tensor | None, layers
             handles.append(handle)
         was_training = model.training
         model.eval()
+        param = next(model.parameters(), None)
+        device = feed.device if param is None else param.device      # the model's device
         for start in range(0, feed.shape[0], batch_size):
-            model(**{key: feed[start:start + batch_size]})
+            model(**{key: feed[start:start + batch_size].to(device)})
         model.train(was_training)
     finally:
         for handle in handles:

@@ -49,6 +49,21 @@ def _check_stats(stats, n: int) -> ActivationStats:
     return stats
 
 
+def svd_flip(U: torch.Tensor, Vh: torch.Tensor):
+    """Singular-vector pairs with a fixed sign: the largest-magnitude entry of each column of
+    ``U`` is positive (scikit-learn's ``svd_flip`` convention).
+
+    An SVD defines each pair ``(u_i, v_i)`` only up to a common sign, and LAPACK (CPU) and
+    cuSOLVER (CUDA) choose differently; fixing it makes the adapters ``A``, ``B`` the same on
+    every device. ``B A`` is unchanged, and LoRA training from ``(A, B)`` or from the flipped
+    pair is the same up to that sign (exactly, in floating point).
+    """
+    pivot = U.abs().argmax(dim=0)
+    signs = torch.sign(U.gather(0, pivot[None]))[0]
+    signs = torch.where(signs == 0, 1.0, signs).to(U.dtype)
+    return U * signs, Vh * signs[:, None]
+
+
 def _generator(random_state) -> torch.Generator:
     if random_state is None:
         random_state = 0
@@ -60,7 +75,8 @@ def _randomized_svd(M: torch.Tensor, rank: int, oversample: int, generator: torc
                     scale_test_matrix: bool = True):
     """Halko-style randomized SVD with Gaussian test matrix and power iterations (float64)."""
     width = min(rank + oversample, min(M.shape))
-    omega = torch.randn(M.shape[1], width, generator=generator, dtype=M.dtype)
+    # drawn on the CPU (the generator's device) and moved: the same test matrix on every device
+    omega = torch.randn(M.shape[1], width, generator=generator, dtype=M.dtype).to(M.device)
     if scale_test_matrix:
         omega /= math.sqrt(width)
     Y = M @ omega
@@ -254,7 +270,7 @@ class ProjQ(BaseEstimator):
             V = torch.linalg.svd(ES, full_matrices=False).U[:, :rank]
         else:                                      # negative control: weight-space projection
             V = top_right_singular_vectors(E, rank, self.svd, generator)
-            P_perp = torch.eye(E.shape[1], dtype=E.dtype) - V @ V.T
+            P_perp = torch.eye(E.shape[1], dtype=E.dtype, device=E.device) - V @ V.T
             H_perp = (2.0 / N) * (P_perp @ G @ P_perp)
             return V, 0.5 * (H_perp + H_perp.T)
         SV = S @ V                                 # S (I − VVᵀ) S = G − (SV)(SV)ᵀ
@@ -384,8 +400,9 @@ def lordq_init(W: torch.Tensor, W_hat: torch.Tensor, stats: ActivationStats, ran
         U, sigma, Vh = U[:, :rank], sigma[:rank], Vh[:rank]
     else:
         generator = _generator(random_state)
-        M = M + SVD_JITTER * torch.randn(M.shape, generator=generator, dtype=M.dtype)
+        M = M + SVD_JITTER * torch.randn(M.shape, generator=generator, dtype=M.dtype).to(M.device)
         U, sigma, Vh = _randomized_svd(M, rank, COMPENSATION_OVERSAMPLE, generator, scale_test_matrix=False)
+    U, Vh = svd_flip(U, Vh)
     half = sigma.sqrt()
     B = U * half
     A = (half[:, None] * Vh) @ (eigenvectors / root).T
@@ -423,7 +440,8 @@ def loftq_init(W: torch.Tensor, quantizer: GroupQuantizer, rank: int, n_iter: in
     for _ in range(n_iter):
         W_hat = quantizer.quantize(W - correction)[0]
         U, sigma, Vh = torch.linalg.svd(W - W_hat, full_matrices=False)   # float32, as PEFT's LoftQ
+        U, Vh = svd_flip(U[:, :rank], Vh[:rank])
         half = sigma[:rank].sqrt()
-        B, A = U[:, :rank] * half, half[:, None] * Vh[:rank]
+        B, A = U * half, half[:, None] * Vh
         correction = (B @ A).to(torch.float32)
     return W_hat, A.to(torch.float32), B.to(torch.float32)

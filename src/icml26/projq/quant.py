@@ -202,7 +202,7 @@ def _inverse_cholesky_upper(H: torch.Tensor, damp: float, layer: str) -> torch.T
     """Upper Cholesky factor of (H + λ mean(diag H) I)⁻¹, raising λ by 0.0015 on failure."""
     mean_diag = float(torch.diag(H).mean())
     level = damp
-    eye = torch.eye(H.shape[0], dtype=H.dtype)
+    eye = torch.eye(H.shape[0], dtype=H.dtype, device=H.device)
     while level < 1:
         L, info = torch.linalg.cholesky_ex(H + level * mean_diag * eye)
         if int(info) == 0:
@@ -289,6 +289,9 @@ def _gptq(W: torch.Tensor, H: torch.Tensor, quantizer: GroupQuantizer, damp: flo
 class ActivationStats:
     """Running Gram matrix ``G = Σ xxᵀ`` of a linear layer's inputs (float64) and token count.
 
+    The Gram matrix accumulates on the device of the first batch (later batches are moved
+    there), so statistics of a model on a GPU stay on the GPU.
+
     Parameters
     ----------
     n_features : int
@@ -332,7 +335,9 @@ class ActivationStats:
             raise ValueError(f"{self.name}: X has {X.shape[-1]} features, expected {self.n_features}")
         if not X.is_floating_point():
             raise TypeError(f"{self.name}: X must be a real floating tensor, got {X.dtype}")
-        X = X.detach().reshape(-1, self.n_features).to(torch.float64)
+        if self.N == 0 and self.G.device != X.device:       # accumulate where the data lives
+            self.G = self.G.to(X.device)
+        X = X.detach().reshape(-1, self.n_features).to(device=self.G.device, dtype=torch.float64)
         if not bool(torch.isfinite(X).all()):
             raise ValueError(f"{self.name}: the inputs contain NaN or infinity (in X)")
         self.G_last = X.T @ X

@@ -41,7 +41,8 @@ def tail_model(model, k: int):
 
     Returns
     -------
-    Same class as ``model``, in eval mode, ``use_cache=False``; block ``L − k + i`` of ``model``
+    Same class as ``model``, on its device and in its dtype, in eval mode, ``use_cache=False``;
+    block ``L − k + i`` of ``model``
     is its block ``i``. Feed it ``inputs_embeds`` = the input of block ``L − k``
     (:func:`prefix_hidden`): its logits equal ``model``'s.
 
@@ -73,12 +74,13 @@ def tail_model(model, k: int):
                 continue
             name = name.replace(f"model.layers.{index}.", f"model.layers.{index - first}.", 1)
         state[name] = value
-    with torch.random.fork_rng():              # the (discarded) random init must not move the global RNG
+    with torch.random.fork_rng(devices=[]):   # the (discarded) CPU init must not move the global RNG
         tail = type(model)(config)
     tail.load_state_dict(state, strict=True)
     if getattr(config, "tie_word_embeddings", False):
         tail.tie_weights()
-    tail.to(next(model.parameters()).dtype)
+    param = next(model.parameters())
+    tail.to(device=param.device, dtype=param.dtype)
     return tail.eval()
 
 

@@ -28,7 +28,7 @@ import torch
 from icml26.core.validation import check_int, check_scalar_in
 
 from .glyphsafe import (CAPTION_PROMPT, DEFENSE_PREFIX, EOS, N_VISUAL, PAD, VOCAB, GlyphSafe, Query, decode,
-                        encode)
+                        encode, model_device)
 from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, TokenReplacement, UnsafePrototypeSubspace
 from .judge import REFUSAL, KeywordRefusalJudge
 
@@ -181,10 +181,12 @@ class CoCA:
         steps = _max_tokens(queries)
         for start in range(0, len(queries), self.batch_size):
             chunk = queries[start:start + self.batch_size]
-            plain = GlyphSafe.inputs(chunk)
-            prefixed = GlyphSafe.inputs(chunk, [with_prefix(q.prompt, self.prefix) for q in chunk])
-            generated = torch.zeros(len(chunk), 0, dtype=torch.long)
-            done = torch.zeros(len(chunk), dtype=torch.bool)
+            device = model_device(model)
+            plain = GlyphSafe.inputs(chunk, device=device)
+            prefixed = GlyphSafe.inputs(chunk, [with_prefix(q.prompt, self.prefix) for q in chunk],
+                                        device=device)
+            generated = torch.zeros(len(chunk), 0, dtype=torch.long, device=device)
+            done = torch.zeros(len(chunk), dtype=torch.bool, device=device)
             with torch.no_grad():
                 for _ in range(steps):
                     lp, lq = self._logits(model, plain), self._logits(model, prefixed)

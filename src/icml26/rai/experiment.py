@@ -24,11 +24,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
+from icml26.core.device import cpu_only, job_device, uses_device  # noqa: E402
 from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope  # noqa: E402
 
 from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, OracleReplacement, RAIDefense  # noqa: E402
-from .glyphsafe import UNSAFE_WORDS, GlyphSafe, GlyphSafeConfig  # noqa: E402
+from .glyphsafe import UNSAFE_WORDS, GlyphSafe, GlyphSafeConfig, model_device  # noqa: E402
 from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, UnsafePrototypeSubspace  # noqa: E402
 from .judge import KeywordRefusalJudge, StepsJudge  # noqa: E402
 
@@ -151,7 +152,7 @@ def _visual_tokens(model, queries: list, batch_size: int = 200) -> torch.Tensor:
     try:
         with torch.no_grad():
             for start in range(0, len(queries), batch_size):
-                inputs = GlyphSafe.inputs(queries[start:start + batch_size])
+                inputs = GlyphSafe.inputs(queries[start:start + batch_size], device=model_device(model))
                 state["ids"] = inputs["input_ids"]
                 model(**inputs)
     finally:
@@ -218,13 +219,14 @@ def select_strength(dev_rows: list[dict], max_over_refusal: float) -> float:
     return min(dev_rows, key=lambda r: (r["over_refusal"], r["strength"]))["strength"]
 
 
+@uses_device
 def run_glyphsafe(config: GlyphSafeExpConfig, seed: int) -> dict:
     import warnings
 
     torch.set_num_threads(1)
     world = GlyphSafe(seed, world_config(config))
     start = time.perf_counter()
-    model, cached = world.trained_model(use_cache=config.use_cache)
+    model, cached = world.trained_model(use_cache=config.use_cache, device=job_device())
     setup_seconds = time.perf_counter() - start
     final = world.precondition_[-1]
     print(f"[rai] seed {seed} precondition (S3 = {world.s3_steps_} steps, {'cached' if cached else 'trained'}): "
@@ -545,6 +547,7 @@ def overhead_tasks(config: OverheadConfig) -> list:
     return [{"dim": int(d)} for d in config.dims]
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_overhead(config: OverheadConfig, seed: int, task: dict) -> dict:
     from icml26.zoo import tiny_llava, tiny_llava_inputs
 

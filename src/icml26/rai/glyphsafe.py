@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from icml26.core.cache import atomic_folder, cache_root
+from icml26.core.device import resolve_device
 from icml26.core.validation import check_choice, check_int
 
 from .judge import REFUSAL, KeywordRefusalJudge
@@ -216,10 +217,22 @@ class GlyphSafeConfig:
     max_oracle_ratio: float = 0.5
 
 
-def _cache_key(config: GlyphSafeConfig, seed: int) -> str:
-    text = json.dumps({"config": dataclasses.asdict(config), "seed": seed, "code": CODE_VERSION},
-                      sort_keys=True)
+def _cache_key(config: GlyphSafeConfig, seed: int, device: str = "cpu") -> str:
+    key = {"config": dataclasses.asdict(config), "seed": seed, "code": CODE_VERSION}
+    if device != "cpu":          # another device trains other weights (its own RNG and kernels)
+        key["device"] = device
+    text = json.dumps(key, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def model_device(model) -> torch.device:
+    """The device of a model's parameters (where its inputs are moved)."""
+    param = next(model.parameters(), None)
+    return torch.device("cpu") if param is None else param.device
+
+
+def _on(batch: dict, device) -> dict:
+    return {k: v.to(device) for k, v in batch.items()}
 
 
 class GlyphSafe:
@@ -413,11 +426,12 @@ class GlyphSafe:
             word, colour = concepts[int(rng.integers(len(concepts)))], int(rng.integers(4))
             image, glyph = render(word, COLOURS[colour], rng)
             images.append(image), words.append(concepts.index(word)), colours.append(colour), glyphs.append(glyph)
-        features = model.model.vision_tower(torch.from_numpy(np.stack(images)),
+        device = model_device(model)
+        features = model.model.vision_tower(torch.from_numpy(np.stack(images)).to(device),
                                             output_hidden_states=True).hidden_states[-1][:, 1:]  # (B, 16, dv)
-        glyph = torch.from_numpy(np.stack(glyphs))
-        word_target = torch.where(glyph, torch.tensor(words)[:, None], torch.tensor(len(concepts)))
-        colour_target = torch.tensor(colours)[:, None].expand_as(word_target)
+        glyph = torch.from_numpy(np.stack(glyphs)).to(device)
+        word_target = torch.where(glyph, torch.tensor(words, device=device)[:, None], len(concepts))
+        colour_target = torch.tensor(colours, device=device)[:, None].expand_as(word_target)
         loss = (torch.nn.functional.cross_entropy(heads[0](features).flatten(0, 1), word_target.flatten())
                 + torch.nn.functional.cross_entropy(heads[1](features).flatten(0, 1), colour_target.flatten()))
         optimizer.zero_grad(set_to_none=True)
@@ -436,6 +450,7 @@ class GlyphSafe:
             with torch.no_grad():
                 head.weight.normal_(0, 0.02, generator=generator)
                 head.bias.zero_()
+            head.to(model_device(model))        # initialised on the CPU: the same on every device
         params = self._trainable(model, "s0") + [p for h in heads for p in h.parameters()]
         optimizer = torch.optim.AdamW(params, lr=self.config.lr, weight_decay=0.0)
         model.train()
@@ -446,6 +461,8 @@ class GlyphSafe:
 
     @staticmethod
     def _loss(model, batch, labels):
+        device = model_device(model)
+        batch, labels = _on(batch, device), labels.to(device)
         logits = model(**batch).logits[:, :-1]
         return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                  labels[:, 1:].reshape(-1), ignore_index=-100)
@@ -528,8 +545,9 @@ class GlyphSafe:
         out["passed"] = out["premise_passed"] and out["oracle_passed"]
         return out
 
-    def train(self, model=None, stages=("s1", "s0", "s2", "s3")):
-        """Run the training stages on ``model`` (default: :meth:`build_model`) and return it.
+    def train(self, model=None, stages=("s1", "s0", "s2", "s3"), device="cpu"):
+        """Run the training stages on ``model`` (default: :meth:`build_model` moved to
+        ``device``) and return it. A given ``model`` trains where it lives.
 
         S3 walks the pre-registered length grid and stops at the first length that passes
         :meth:`precondition` (``precondition_`` keeps every check, ``s3_steps_`` the length).
@@ -537,7 +555,7 @@ class GlyphSafe:
         for s in stages:
             check_choice(s, "stages", ("s0", "s1", "s2", "s3"))
         torch.manual_seed(self.seed)
-        model = self.build_model() if model is None else model
+        model = self.build_model().to(resolve_device(device)) if model is None else model
         start = time.perf_counter()
         c = self.config
         if "s1" in stages:
@@ -561,9 +579,10 @@ class GlyphSafe:
         self.train_seconds_ = time.perf_counter() - start
         return model
 
-    def trained_model(self, use_cache: bool = True):
+    def trained_model(self, use_cache: bool = True, device="cpu"):
         """The S1–S3-trained model, from the cache when present (keyed by config + seed + code
-        version; written atomically) — reruns skip training.
+        version, and the device type when it is not the CPU; written atomically) — reruns skip
+        training. The model is trained on, and returned on, ``device``.
 
         Returns
         -------
@@ -573,17 +592,18 @@ class GlyphSafe:
         """
         from transformers import LlavaForConditionalGeneration
 
-        folder = cache_root("rai") / f"glyphsafe-{_cache_key(self.config, self.seed)}"
+        device = resolve_device(device)
+        folder = cache_root("rai") / f"glyphsafe-{_cache_key(self.config, self.seed, device.type)}"
         meta_file = folder / "meta.json"
         if use_cache and meta_file.is_file():
             meta = json.loads(meta_file.read_text())
-            model = LlavaForConditionalGeneration.from_pretrained(folder).eval()
+            model = LlavaForConditionalGeneration.from_pretrained(folder).to(device).eval()
             for p in model.parameters():
                 p.requires_grad_(False)
             self.precondition_, self.s3_steps_ = meta["precondition"], meta["s3_steps"]
             self.train_seconds_ = meta["train_seconds"]
             return model, True
-        model = self.train()
+        model = self.train(device=device)
         if use_cache:
             with atomic_folder(folder) as tmp:
                 model.save_pretrained(tmp)
@@ -595,8 +615,9 @@ class GlyphSafe:
 
     # -- inference -----------------------------------------------------------------------------
     @staticmethod
-    def inputs(queries: list[Query], prompts: list | None = None) -> dict:
-        """Left-padded ``<s> prompt`` batch (with ``pixel_values`` when the queries have images)."""
+    def inputs(queries: list[Query], prompts: list | None = None, device=None) -> dict:
+        """Left-padded ``<s> prompt`` batch (with ``pixel_values`` when the queries have images),
+        on ``device`` (default the CPU)."""
         prompts = [q.prompt for q in queries] if prompts is None else prompts
         width = 1 + max(map(len, prompts))
         ids = torch.full((len(prompts), width), PAD, dtype=torch.long)
@@ -607,7 +628,7 @@ class GlyphSafe:
         out = {"input_ids": ids, "attention_mask": mask}
         if queries[0].image is not None:
             out["pixel_values"] = torch.from_numpy(np.stack([q.image for q in queries]))
-        return out
+        return out if device is None else _on(out, device)
 
     @staticmethod
     def generate(model, queries: list[Query], prompts: list | None = None, max_new_tokens: int = 8,
@@ -619,7 +640,7 @@ class GlyphSafe:
         for start in range(0, len(queries), batch_size):
             chunk = queries[start:start + batch_size]
             chunk_prompts = None if prompts is None else prompts[start:start + batch_size]
-            inputs = GlyphSafe.inputs(chunk, chunk_prompts)
+            inputs = GlyphSafe.inputs(chunk, chunk_prompts, model_device(model))
             with torch.no_grad():
                 gen = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
                                      pad_token_id=PAD, eos_token_id=EOS)
@@ -640,7 +661,7 @@ class GlyphSafe:
         try:
             with torch.no_grad():
                 for start in range(0, len(queries), batch_size):
-                    model(**GlyphSafe.inputs(queries[start:start + batch_size]))
+                    model(**GlyphSafe.inputs(queries[start:start + batch_size], device=model_device(model)))
         finally:
             handle.remove()
         return torch.cat(captured).to(torch.float32)

@@ -139,12 +139,13 @@ class RejectionDecoder(_DecoderBase):
         rob = self.monitor.candidates(self._predict(states, logits), prefix=True)
         uniforms = self._uniforms(u, logits.shape[0])
         rows = np.arange(logits.shape[0])
-        tokens = torch.full((logits.shape[0],), self.fallback_token, dtype=torch.long)
+        tokens = torch.full((logits.shape[0],), self.fallback_token, dtype=torch.long,
+                            device=logits.device)
         pending = np.ones(logits.shape[0], dtype=bool)
         for k in range(self.max_tries):
             draw = self._sample(logits, uniforms[:, k]).cpu().numpy()
             ok = pending & is_satisfied(rob[rows, draw])
-            tokens[torch.as_tensor(ok)] = torch.as_tensor(draw[ok])
+            tokens[torch.as_tensor(ok)] = torch.as_tensor(draw[ok], device=tokens.device)
             pending &= ~ok
             if not pending.any():
                 break

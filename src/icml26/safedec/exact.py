@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..core.device import to_numpy
 from ..core.validation import check_int
 from .decoding import constrain_logits
 from .stl import Formula, SafetyMonitor, is_satisfied
@@ -88,7 +89,9 @@ def exact_sequence_laws(logit_fn, spec: Formula, dynamics, start, horizon: int, 
     for t in range(horizon):
         monitor.update(states)
         preds = np.asarray(dynamics.predict_all(states), dtype=np.float64)
-        logits = torch.as_tensor(np.asarray(logit_fn(states, t), dtype=np.float64))
+        raw = logit_fn(states, t)          # numpy, or a tensor on any device
+        logits = torch.as_tensor(np.asarray(to_numpy(raw) if isinstance(raw, torch.Tensor) else raw,
+                                            dtype=np.float64))
         r_prefix = monitor.candidates(preds, prefix=True)
         r_state = monitor.candidates(preds, prefix=False)
         safe = is_satisfied(r_prefix)

@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 from scipy import stats
 
+from ..core.device import cpu_only, job_device, uses_device
 from ..core.experiment import Claim, Experiment, Part, Result, register
 from ..core.stats import loglog_slope, mean_std, summary_table
 from .data import CELL, GRID, N_TOKENS, ROT_L, ROT_R, FWD, FAST, BACK, WorldConfig, lattice_step
@@ -88,7 +89,7 @@ def _world(config) -> WorldConfig:
 def _setup(config, seed: int, world: WorldConfig = WorldConfig()):
     """The cached policy of ``seed``, its evaluation episodes and common random numbers."""
     policy = policy_for(seed, n_demos=config.n_demos, steps=config.train_steps, dropout=config.dropout,
-                        label_smoothing=config.label_smoothing)
+                        label_smoothing=config.label_smoothing, device=job_device())
     return policy, episodes_for(seed, config.episodes, world), uniforms_for(seed, config.episodes)
 
 
@@ -134,6 +135,7 @@ def _main_tasks(config):
     return [{"family": f} for f in ("avoid", "geofence", "free")]
 
 
+@uses_device
 def run_main(config: MainConfig, seed: int, task: dict) -> dict:
     family = task["family"]
     policy, episodes, uniforms = _setup(config, seed, _world(config))
@@ -308,6 +310,7 @@ class AlphaConfig:
     label_smoothing: float = 0.1
 
 
+@uses_device
 def run_alpha(config: AlphaConfig, seed: int) -> dict:
     policy, episodes, uniforms = _setup(config, seed)
     out = {}
@@ -356,6 +359,7 @@ class MismatchConfig:
     label_smoothing: float = 0.1
 
 
+@uses_device
 def run_mismatch(config: MismatchConfig, seed: int) -> dict:
     policy, episodes, uniforms = _setup(config, seed)
     runs = {"uncon": dict(decoder_name="uncon"), "hcd": dict(decoder_name="hcd"),
@@ -429,6 +433,7 @@ def _tiny_problem(rng):
     return Always(Predicate("out_zone", out_zone)), start
 
 
+@cpu_only("exact enumeration with numpy dynamics and a table policy")
 def run_exact(config: ExactConfig, seed: int) -> dict:
     rng = np.random.default_rng([seed, 404])
     dyn = TinyDynamics()
@@ -580,6 +585,7 @@ def _timed_decode(dec, logits, states, u) -> float:
     return time.process_time() - t0
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     rng = np.random.default_rng([seed, 505])
     out = {"tokens": {}, "zones": {}}

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..core.device import resolve_device
 from ..core.validation import check_int, check_tensor
 from .data import N_TOKENS, OBS_DIM, T_MAX, cache_dir, cache_key
 
@@ -177,7 +178,7 @@ def _pad_batch(demos, idx):
 
 def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: float = 3e-3,
              weight_decay: float = 0.01, label_smoothing: float = 0.1, action_dropout: float = 0.0,
-             history_dropout: float = 0.0, warmup: int = 0, **model_kw) -> NavTransformer:
+             history_dropout: float = 0.0, warmup: int = 0, device="cpu", **model_kw) -> NavTransformer:
     """Behaviour cloning: cross-entropy with label smoothing, AdamW with cosine decay.
 
     Parameters
@@ -192,18 +193,23 @@ def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: f
     lr, weight_decay, label_smoothing : float
         Spec §5: 3e-3, 0.01, 0.1 (label smoothing bounds the optimal logit gap at
         ln(64) ≈ 4.2, on the scale of RCD's α — a resolution, not from the paper).
+    device : str or torch.device
+        Where the policy trains (``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"auto"``). Batches and
+        the action/history-dropout masks are drawn on the CPU (the same on every device); the
+        model's own dropout on ``device``.
 
     Returns
     -------
     NavTransformer
-        In eval mode.
+        In eval mode, on ``device``.
     """
     if not demos:
         raise ValueError("demos must be a non-empty list")
     check_int(steps, "steps", min_value=1)
+    device = resolve_device(device)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model = NavTransformer(obs_dim=demos[0].obs.shape[1], **model_kw)
+    model = NavTransformer(obs_dim=demos[0].obs.shape[1], **model_kw).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup if warmup else 1.0) * 0.5 * (1 + math.cos(math.pi * s / steps)))
@@ -221,7 +227,8 @@ def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: f
             causal = torch.ones(t, t, dtype=torch.bool).tril()
             own = torch.eye(t, dtype=torch.bool)
             alone = torch.rand(len(idx), t) < history_dropout
-            mask = torch.where(alone[:, None, :, None], own, causal)
+            mask = torch.where(alone[:, None, :, None], own, causal).to(device)
+        obs, prev, tok, pad = obs.to(device), prev.to(device), tok.to(device), pad.to(device)
         logits = model(obs, prev, attn_mask=mask)
         loss = F.cross_entropy(logits[~pad], tok[~pad], label_smoothing=label_smoothing)
         opt.zero_grad()
@@ -231,20 +238,27 @@ def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: f
     return model.eval()
 
 
-def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int, **train_kw) -> NavTransformer:
+def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int, device="cpu",
+                  **train_kw) -> NavTransformer:
     """Load the policy for ``(demo_key, seed, steps, train_kw)`` from the cache, or train and store it.
 
     ``demo_fn()`` produces the demonstrations (called only on a cache miss). Writes are
-    atomic (temporary file + rename), so parallel jobs never read half a file.
+    atomic (temporary file + rename), so parallel jobs never read half a file. The policy is
+    trained on and returned on ``device``; a non-CPU device keys its own cache entry (another
+    device's kernels and RNG train other weights), the CPU key is unchanged.
     """
-    key = cache_key({"demos": demo_key, "seed": seed, "steps": steps, "train": train_kw, "version": 2})
+    device = resolve_device(device)
+    spec = {"demos": demo_key, "seed": seed, "steps": steps, "train": train_kw, "version": 2}
+    if device.type != "cpu":
+        spec["device"] = device.type
+    key = cache_key(spec)
     path = cache_dir() / f"policy_{key}.pt"
     model_kw = {k: v for k, v in train_kw.items() if k in _MODEL_KEYS}
     if path.exists():
         model = NavTransformer(**model_kw)
-        model.load_state_dict(torch.load(path, weights_only=True))
-        return model.eval()
-    model = train_bc(demo_fn(), seed=seed, steps=steps, **train_kw)
+        model.load_state_dict(torch.load(path, weights_only=True, map_location="cpu"))
+        return model.to(device).eval()
+    model = train_bc(demo_fn(), seed=seed, steps=steps, device=device, **train_kw)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     torch.save(model.state_dict(), tmp)
     os.replace(tmp, path)

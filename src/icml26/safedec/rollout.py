@@ -67,14 +67,15 @@ def _file_lock(name: str):
 
 
 def policy_for(seed: int, *, n_demos: int = 2000, demo_seed: int = 12345, steps: int = 800,
-               unsafe_frac: float = 0.15, **train_kw) -> NavTransformer:
-    """The BC policy of ``seed`` (cached; demonstrations shared across policy seeds)."""
+               unsafe_frac: float = 0.15, device="cpu", **train_kw) -> NavTransformer:
+    """The BC policy of ``seed`` (cached; demonstrations shared across policy seeds), on
+    ``device``."""
     key = {"n": n_demos, "seed": demo_seed, "unsafe": unsafe_frac}
     with _file_lock(f"train_{n_demos}_{demo_seed}_{seed}_{steps}"):
         def demos():
             with _file_lock(f"demos_{n_demos}_{demo_seed}"):
                 return load_or_make_demos(n_demos, demo_seed, unsafe_frac)
-        return load_or_train(demos, key, seed, steps, **train_kw)
+        return load_or_train(demos, key, seed, steps, device=device, **train_kw)
 
 
 def make_decoder(name: str, spec, dynamics, *, alpha: float = 5.0, beta: float = 2.0,
@@ -125,7 +126,8 @@ def rollout(policy: NavTransformer, episodes: list, family: str, decoder_name: s
     obs, states = env.reset()
     b = len(episodes)
     cache = policy.start()
-    prev = torch.full((b,), policy.bos, dtype=torch.long)
+    device = next(policy.parameters()).device      # the policy runs there; decoding on the CPU
+    prev = torch.full((b,), policy.bos, dtype=torch.long, device=device)
     traj = [states]
     executed = np.full((b, T_MAX), -1, dtype=np.int64)
     live_hist = np.zeros((b, T_MAX), dtype=bool)
@@ -142,7 +144,8 @@ def rollout(policy: NavTransformer, episodes: list, family: str, decoder_name: s
             break
         t0 = time.perf_counter()
         with torch.no_grad():
-            logits = policy.step(cache, torch.as_tensor(obs, dtype=torch.float32), prev)
+            logits = policy.step(cache, torch.as_tensor(obs, dtype=torch.float32, device=device),
+                                 prev).cpu()
         t1 = time.perf_counter()
         u = uniforms[:, t]
         tokens, info = decoder.decode(logits, states, u)
@@ -167,7 +170,7 @@ def rollout(policy: NavTransformer, episodes: list, family: str, decoder_name: s
         obs, states, _, step_info = env.step(tokens_np)
         collisions += step_info["blocked"]
         traj.append(states)
-        prev = tokens
+        prev = tokens.to(device)
     trace = np.stack(traj, axis=1)  # (B, steps+1, 4); frozen after an episode ends
     length = live_hist.sum(1)
     if family == "free":

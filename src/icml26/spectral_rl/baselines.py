@@ -82,6 +82,10 @@ class GraphDrawingFeatures:
         ``c_i = k − i + 1`` (generalized GDO, recovers individual eigenvectors) or all 1
         (Wu et al.'s GDO, recovers the subspace only).
     seed : int
+    device : str or torch.device, default "cpu"
+        Where the features are optimised (``"cuda"``, ``"cuda:N"``, ``"auto"``). The initial
+        features and the transition batches are drawn on the CPU (the same on every device);
+        ``features_`` is numpy.
 
     Attributes
     ----------
@@ -93,7 +97,7 @@ class GraphDrawingFeatures:
 
     def __init__(self, n_components: int = 4, beta: float = 5.0, lr: float = 1e-3,
                  n_steps: int = 5000, batch_size: int = 1024, coefficients: str = "decreasing",
-                 seed: int = 0):
+                 seed: int = 0, device="cpu"):
         self.n_components = n_components
         self.beta = beta
         self.lr = lr
@@ -101,9 +105,12 @@ class GraphDrawingFeatures:
         self.batch_size = batch_size
         self.coefficients = coefficients
         self.seed = seed
+        self.device = device
 
     def fit(self, states: Any, next_states: Any, n_states: int) -> "GraphDrawingFeatures":
         import torch
+
+        from icml26.core.device import resolve_device, to_numpy
 
         from .estimation import _check_transitions
 
@@ -114,16 +121,18 @@ class GraphDrawingFeatures:
         n_steps = check_int(self.n_steps, "n_steps", min_value=1)
         batch = check_int(self.batch_size, "batch_size", min_value=1)
         check_choice(self.coefficients, "coefficients", ("decreasing", "equal"))
+        device = resolve_device(self.device)
         gen = torch.Generator().manual_seed(int(self.seed))
         c = torch.arange(k, 0, -1, dtype=torch.float64) if self.coefficients == "decreasing" \
             else torch.ones(k, dtype=torch.float64)
-        F = torch.randn(n_states, k, generator=gen, dtype=torch.float64).requires_grad_(True)
+        c = c.to(device)
+        F = torch.randn(n_states, k, generator=gen, dtype=torch.float64).to(device).requires_grad_(True)
         opt = torch.optim.Adam([F], lr=self.lr)
-        s_t, s2_t = torch.from_numpy(s), torch.from_numpy(s2)
-        eye = torch.eye(k, dtype=torch.float64)
+        s_t, s2_t = torch.from_numpy(s).to(device), torch.from_numpy(s2).to(device)
+        eye = torch.eye(k, dtype=torch.float64, device=device)
         self.loss_curve_ = []
         for step in range(n_steps):
-            idx = torch.randint(0, s_t.numel(), (batch,), generator=gen)
+            idx = torch.randint(0, s_t.numel(), (batch,), generator=gen).to(device)
             fa, fb = F[s_t[idx]], F[s2_t[idx]]
             smooth = (c * (fa - fb).pow(2).mean(dim=0)).sum()
             # Orthonormality under the empirical state distribution (the batch's s).
@@ -134,7 +143,7 @@ class GraphDrawingFeatures:
             opt.step()
             if step % 100 == 0:
                 self.loss_curve_.append(float(loss.detach()))
-        self.features_ = F.detach().numpy().copy()
+        self.features_ = to_numpy(F).copy()
         return self
 
     def orthonormal_basis(self, rho: np.ndarray) -> np.ndarray:

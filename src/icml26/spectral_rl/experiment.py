@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from icml26.core.device import cpu_only, job_device, uses_device
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope
 from icml26.core.validation import check_choice
@@ -332,6 +333,7 @@ def tasks_estimation(config: EstimationConfig) -> list:
     return [{"policy": p} for p in config.policies]
 
 
+@uses_device
 def run_estimation(config: EstimationConfig, seed: int, task: dict) -> dict:
     policy = task["policy"]
     rng = np.random.default_rng([seed, 3, config.policies.index(policy)])
@@ -366,7 +368,7 @@ def run_estimation(config: EstimationConfig, seed: int, task: dict) -> dict:
     if config.gdo_steps > 0:
         s, s2 = sample_trajectories(P, config.gdo_T, n_chains=config.n_chains, rng=rng, rho=rho)
         learner = GraphDrawingFeatures(n_components=config.gdo_k, n_steps=config.gdo_steps,
-                                       seed=seed).fit(s, s2, world.n_states)
+                                       seed=seed, device=job_device()).fit(s, s2, world.n_states)
         Phi_hat = learner.orthonormal_basis(rho)
         Phi = np.sqrt(rho)[:, None] * U[:, :config.gdo_k]
         from .bounds import subspace_sin_theta
@@ -548,6 +550,7 @@ class ScalingConfig:
     repeats: int = 5
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     rng = np.random.default_rng([seed, 5])
     dense = []

@@ -28,6 +28,7 @@ from sklearn.decomposition import PCA
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from ..core.device import to_numpy
 from ..core.validation import check_finite_array, check_int, check_same_length
 from .data import BT_MAX, BT_MIN
 
@@ -52,14 +53,16 @@ def normalize_bt(images) -> torch.Tensor:
 @torch.no_grad()
 def encode(module: nn.Module, images, method: str = "encode", batch_size: int = BATCH
            ) -> np.ndarray:
-    """Run ``module.<method>`` over BT images in batches (eval mode, no grad) → numpy features."""
+    """Run ``module.<method>`` over BT images in batches (eval mode, no grad) → numpy features,
+    on the module's device."""
     x = normalize_bt(_images(images))
+    device = next(module.parameters()).device
     was_training = module.training
     module.eval()
     fn = getattr(module, method)
-    out = torch.cat([fn(x[i:i + batch_size]) for i in range(0, len(x), batch_size)])
+    out = torch.cat([fn(x[i:i + batch_size].to(device)) for i in range(0, len(x), batch_size)])
     module.train(was_training)
-    return out.numpy().astype(np.float64)
+    return to_numpy(out).astype(np.float64)
 
 
 def _seeded_init(module: nn.Module, seed: int) -> None:
@@ -139,6 +142,7 @@ def _train(module: nn.Module, loss_fn, tensors, epochs: int, lr: float, batch_si
            seed: int) -> list[float]:
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(module.parameters(), lr=lr)
+    device = next(module.parameters()).device          # batches go where the module lives
     n = len(tensors[0])
     history = []
     module.train()
@@ -147,7 +151,7 @@ def _train(module: nn.Module, loss_fn, tensors, epochs: int, lr: float, batch_si
         total = 0.0
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
-            loss = loss_fn(*(t[idx] for t in tensors))
+            loss = loss_fn(*(t[idx].to(device) for t in tensors))
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..core.device import cpu_only, job_device, uses_device
 from ..core.experiment import Claim, Experiment, Part, Result, register
 from ..core.stats import loglog_slope, mean_std, summary_table
 from .baselines import Climatology, DvorakLite
@@ -235,21 +236,23 @@ def _oracle_features(frames: TCFrames, background: bool) -> np.ndarray:
 def encode_frames(frames: TCFrames, config: ParadoxConfig, train_index: np.ndarray) -> dict:
     """Features of every frame from the five Exp B encoders (E4 trains on ``train_index``)."""
     images, seed = frames.images, config.encoder_seed
-    cnn = SupervisedCNN(seed=seed).fit(images[train_index], frames.pressure[train_index],
-                                       epochs=config.cnn_epochs)
+    device = job_device()                 # initialised on the CPU (seeded), trained there
+    cnn = SupervisedCNN(seed=seed).to(device).fit(images[train_index], frames.pressure[train_index],
+                                                  epochs=config.cnn_epochs)
     # the autoencoder is pretrained on a random subset of unlabelled frames (CPU budget)
     subset = np.random.default_rng(seed).permutation(len(images))[:config.ae_train_frames]
-    ae = ConvAutoencoder(config.image_size, 64, config.ae_width, seed).fit(
+    ae = ConvAutoencoder(config.image_size, 64, config.ae_width, seed).to(device).fit(
         images[np.sort(subset)], epochs=config.ae_epochs)
     return {
         "E1": PixelPCA(config.pca_components, seed).fit(images).transform(images),
-        "E2": RandomConvEncoder(seed).transform(images),
+        "E2": RandomConvEncoder(seed).to(device).transform(images),
         "E3": ae.transform(images),
         "E4": cnn.transform(images),
         "E5": _oracle_features(frames, config.e5_background),
     }
 
 
+@uses_device
 def run_paradox(config: ParadoxConfig, seed: int) -> dict:
     timings = {}
     start = time.perf_counter()
@@ -416,6 +419,7 @@ def probe_fit_seconds(n_frames: int, dim: int, repeats: int, seed: int) -> float
     return float(best)
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     seconds = [probe_fit_seconds(n, config.dim, config.repeats, seed) for n in config.sizes]
     return {"sizes": list(config.sizes), "seconds": seconds}

@@ -158,7 +158,8 @@ def evaluate_star_graph(model, dataset: StarGraphDataset, batch_size: int = 256)
     ----------
     model : callable
         ``model(input_ids).logits`` of shape (B, T, V) (any wrapper in this package, or a
-        Hugging Face causal LM).
+        Hugging Face causal LM). Its graphs are decoded on the device of the model's
+        parameters.
     dataset : StarGraphDataset
     batch_size : int
 
@@ -174,9 +175,13 @@ def evaluate_star_graph(model, dataset: StarGraphDataset, batch_size: int = 256)
     if hasattr(model, "eval"):
         model.eval()
     prefix, length = dataset.prefix_len, dataset.path_len
-    exact, greedy_hits, forced_hits = 0, torch.zeros(length), torch.zeros(length)
+    param = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
+    device = param.device if param is not None else dataset.tokens.device   # the model's device
+    exact = 0
+    greedy_hits = torch.zeros(length, device=device)
+    forced_hits = torch.zeros(length, device=device)
     for start in range(0, len(dataset), batch_size):
-        tokens = dataset.tokens[start : start + batch_size]
+        tokens = dataset.tokens[start : start + batch_size].to(device)
         truth = tokens[:, prefix:]
         forced = model(tokens[:, :-1]).logits[:, prefix - 1 :].argmax(-1)
         forced_hits += (forced == truth).float().sum(0)

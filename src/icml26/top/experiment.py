@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from icml26.core.device import cpu_only, job_device, uses_device
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
 from icml26.core.stats import format_mean_std, loglog_slope
 from icml26.core.validation import check_choice, check_int
@@ -94,14 +95,19 @@ class UnrelatedTOPLoss(TOPLoss):
 
 
 def shuffle_window_scores(score: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Permute the finite entries of each row of ``score`` among themselves (−inf stay put)."""
+    """Permute the finite entries of each row of ``score`` among themselves (−inf stay put).
+
+    The permutation keys are drawn on the CPU from ``generator`` and moved to ``score``'s
+    device, so a seed gives the same shuffle on every device."""
     finite = torch.isfinite(score)
     n_slots = score.shape[-1]
-    keys = torch.rand(score.shape, generator=generator)
-    keys = torch.where(finite, keys, torch.tensor(2.0))          # finite values first, shuffled
+    keys = torch.rand(score.shape, generator=generator).to(score.device)
+    keys = torch.where(finite, keys, 2.0)                        # finite values first, shuffled
     values = score.gather(-1, keys.argsort(dim=-1))
-    slots = torch.where(finite, torch.arange(n_slots), n_slots).sort(dim=-1).values
-    out = torch.full((*score.shape[:-1], n_slots + 1), float("-inf"), dtype=score.dtype)
+    slots = torch.where(finite, torch.arange(n_slots, device=score.device), n_slots)
+    slots = slots.sort(dim=-1).values
+    out = torch.full((*score.shape[:-1], n_slots + 1), float("-inf"), dtype=score.dtype,
+                     device=score.device)
     out.scatter_(-1, slots, values)                               # sentinel column takes the −inf
     return out[..., :n_slots]
 
@@ -159,7 +165,8 @@ def train_step(model, optimizer, objective: str, batch: tuple, step: int, total:
     learning rate of ``config`` (fields lr, warmup, min_lr, grad_clip); returns (loss, NTP loss)."""
     for group in optimizer.param_groups:
         group["lr"] = lr_at(step, total, config.lr, config.warmup, config.min_lr)
-    loss, ntp = objective_loss(model, objective, *batch)
+    device = next(model.parameters()).device
+    loss, ntp = objective_loss(model, objective, *(t.to(device) for t in batch))
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
@@ -252,10 +259,11 @@ def star_setup(config: StarConfig, graph: str, objective: str, seed: int) -> tup
     gpt = GPTConfig(vocab_size=train.vocab_size, block_size=train.tokens.shape[1],
                     n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd)
     model = build_model(objective, gpt, n_future=config.n_future, seed=seed,
-                        top_positions=config.top_positions)
+                        top_positions=config.top_positions).to(job_device())
     return train, test, curve_set, model, make_optimizer(model, config.lr, config.weight_decay)
 
 
+@uses_device
 def run_star(config: StarConfig, seed: int, task: dict) -> dict:
     """Train one objective on one star-graph setting; return curves and final accuracies."""
     check_star_config(config)
@@ -276,7 +284,7 @@ def run_star(config: StarConfig, seed: int, task: dict) -> dict:
     start, curve, losses, train_seconds = 0, [], deque(maxlen=config.eval_every), 0.0
     shuffle_gen = getattr(getattr(model, "loss_fn", None), "generator", None)
     if ckpt_path and os.path.exists(ckpt_path):
-        saved = torch.load(ckpt_path, weights_only=False)
+        saved = torch.load(ckpt_path, weights_only=False, map_location="cpu")
         if saved["config"] != _resumable_config(config) or saved["task"] != task or saved["seed"] != seed:
             raise ValueError(f"checkpoint {ckpt_path} was written by another configuration "
                              f"({saved['config']}, task {saved['task']}, seed {saved['seed']}); "
@@ -591,7 +599,8 @@ def _text_eval(model, objective: str, val: np.ndarray, config: TextConfig) -> di
     starts = starts[starts + 2 * T <= len(val)]
     ces, ndcg = [], {}          # ndcg[(head, gain)] -> per-chunk means
     for chunk in np.array_split(starts, max(1, len(starts) // 32)):
-        input_ids, labels, lookahead = _text_rows(val, chunk, T)
+        device = next(model.parameters()).device
+        input_ids, labels, lookahead = (t.to(device) for t in _text_rows(val, chunk, T))
         row = shift_labels(labels, lookahead, IGNORE)
         if objective in TOP_OBJECTIVES:
             out = model(input_ids, return_top_logits=True)
@@ -614,6 +623,7 @@ def _text_eval(model, objective: str, val: np.ndarray, config: TextConfig) -> di
     return metrics
 
 
+@uses_device
 def run_text(config: TextConfig, seed: int, task: dict) -> dict:
     """Train one objective on the stdlib char corpus; validation CE and NDCG@k."""
     objective, cpu0 = task["objective"], time.process_time()
@@ -623,7 +633,7 @@ def run_text(config: TextConfig, seed: int, task: dict) -> dict:
     vocab = CharTokenizer().vocab_size
     gpt = GPTConfig(vocab_size=vocab, block_size=config.seq_len, n_layer=config.n_layer,
                     n_head=config.n_head, n_embd=config.n_embd, tie_embeddings=True)
-    model = build_model(objective, gpt, n_future=config.n_future, seed=seed)
+    model = build_model(objective, gpt, n_future=config.n_future, seed=seed).to(job_device())
     optimizer = make_optimizer(model, config.lr, config.weight_decay)
     rng = np.random.default_rng(seed)
     T, seconds = config.seq_len, 0.0
@@ -769,6 +779,7 @@ def _min_time(fn, repeats: int) -> float:
     return best
 
 
+@cpu_only("a CPU-seconds measurement")
 def run_scaling(config: ScalingConfig, seed: int) -> dict:
     """Time ``top_targets`` over lengths and one training step per objective."""
     gen = torch.Generator().manual_seed(seed)

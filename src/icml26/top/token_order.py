@@ -489,7 +489,7 @@ class TOPLoss(nn.Module):
         ntp = causal_lm_loss(logits, labels[:, :seq_len], self.ignore_index)
         if self.positions == "labelled":  # unlabelled positions become empty rows: excluded
             labelled = (labels[:, :seq_len] != self.ignore_index).unsqueeze(-1)
-            target_scores = torch.where(labelled, target_scores, torch.tensor(float("-inf")))
+            target_scores = torch.where(labelled, target_scores, float("-inf"))
         top = sparse_listnet_loss(top_logits, idx, target_scores)
         return TOPOutput(loss=ntp + self.top_weight * top, ntp_loss=ntp, top_loss=top,
                          logits=logits, top_logits=top_logits)
@@ -728,9 +728,9 @@ def ndcg_at_k(scores: torch.Tensor, targets: torch.Tensor, k: int = 10,
         if bool((finite & (targets <= 0)).any()):
             raise ValueError("graded NDCG needs positive target scores for in-window items "
                              "(TOP scores W + 1 - k >= 1); got a score <= 0")
-        gains = torch.where(finite, targets.float(), torch.zeros(()))
+        gains = torch.where(finite, targets.float(), 0.0)
     top = scores.float().topk(k, dim=-1).indices
-    discount = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float32))
+    discount = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float32, device=scores.device))
     dcg = (gains.gather(-1, top) * discount).sum(-1)
     ideal = (gains.topk(k, dim=-1).values * discount).sum(-1)
-    return torch.where(finite.any(-1), dcg / ideal.clamp_min(1e-12), torch.tensor(float("nan")))
+    return torch.where(finite.any(-1), dcg / ideal.clamp_min(1e-12), float("nan"))

@@ -32,8 +32,10 @@ def next_token_ce(model, input_ids: torch.Tensor, batch_size: int = 8) -> float:
         raise ValueError(f"input_ids needs >= 1 row of >= 2 tokens, got shape {tuple(input_ids.shape)}")
     check_int(batch_size, "batch_size", min_value=1)
     total, count = 0.0, 0
+    param = next(model.parameters(), None)
+    device = input_ids.device if param is None else param.device      # the model's device
     for start in range(0, input_ids.shape[0], batch_size):
-        rows = input_ids[start:start + batch_size]
+        rows = input_ids[start:start + batch_size].to(device)
         logits = model(rows).logits[:, :-1].float()
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1),
                                                  reduction="sum")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from icml26.core.device import seeded_rng
 from icml26.core.validation import check_int
 
 __all__ = ["tiny_llama_config", "tiny_llama", "tiny_llava_config", "tiny_llava", "image_token_mask",
@@ -24,8 +25,7 @@ __all__ = ["tiny_llama_config", "tiny_llama", "tiny_llava_config", "tiny_llava",
 
 def _seeded_build(model_class, config, seed: int):
     check_int(seed, "seed", min_value=0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_rng(seed):          # the CPU generator only: no CUDA generator is reseeded
         model = model_class(config)
     return model.eval()
 
@@ -221,7 +221,8 @@ def tiny_llava_inputs(model, batch: int = 2, text_tokens: int = 8, seed: int = 0
     Returns
     -------
     dict with ``input_ids`` (B, 1 + n_image + text_tokens), ``pixel_values``
-    (B, 3, image_size, image_size) and ``attention_mask``.
+    (B, 3, image_size, image_size) and ``attention_mask``, drawn on the CPU and placed on the
+    model's device when ``model`` is a module.
     """
     check_int(batch, "batch", min_value=1)
     check_int(text_tokens, "text_tokens", min_value=1)
@@ -235,4 +236,6 @@ def tiny_llava_inputs(model, batch: int = 2, text_tokens: int = 8, seed: int = 0
     ids = torch.cat([torch.full((batch, 1), text.bos_token_id),
                      torch.full((batch, config.image_seq_length), config.image_token_id), words], dim=1)
     pixels = torch.rand(batch, 3, vision.image_size, vision.image_size, generator=generator)
-    return {"input_ids": ids, "pixel_values": pixels, "attention_mask": torch.ones_like(ids)}
+    out = {"input_ids": ids, "pixel_values": pixels, "attention_mask": torch.ones_like(ids)}
+    param = next(model.parameters(), None) if isinstance(model, torch.nn.Module) else None
+    return out if param is None else {k: v.to(param.device) for k, v in out.items()}
