@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 
-from icml26.core.device import resolve_device, to_numpy
+from icml26.core.device import resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import check_choice, check_finite_array, check_int, check_scalar_in
 
 from .data import SEEGMontage, raw_to_arrays, windows as cut_windows
@@ -69,7 +69,7 @@ class BaseReconstructor(BaseEstimator):
 
     # -- input handling ----------------------------------------------------------------------
     def _one(self, X, montage, fs, name):
-        if fs is not None:  # #33: fs=0, -256 or NaN used to be accepted (or fail as "nan vs nan")
+        if fs is not None:  # fs=0, -256 or NaN are refused
             fs = check_scalar_in(fs, "fs", low=0.0, low_inclusive=False)
         if _is_raw(X):
             Xa, raw_montage, raw_fs = raw_to_arrays(X)
@@ -246,7 +246,7 @@ class BaseReconstructor(BaseEstimator):
         W = arr[None] if arr.ndim == 2 else arr
         # (No zeroed copy of the input and one float64 temporary fewer: the masked rows'
         # statistics are (0, 1) and their standardised values are zeroed either way, and the
-        # output is written in its final dtype — the same numbers, #42.)
+        # output is written in its final dtype — the same numbers.)
         mean, std = self._stats_for(montage, W, mask)
         Z = W - mean[None, :, None]
         Z /= std[None, :, None]
@@ -465,7 +465,11 @@ class _NeuralReconstructor(BaseReconstructor):
     def _fit(self, patients, val):
         self._check_params()
         self.device_ = resolve_device(getattr(self, "device", "cpu"))
-        torch.manual_seed(self.seed)
+        # the seed drives a forked generator: the caller's torch generators do not move
+        with seeded_rng(self.seed, self.device_):
+            return self._fit_seeded(patients, val)
+
+    def _fit_seeded(self, patients, val):
         rng = np.random.default_rng(self.seed)
         for p in patients:
             if p["Z"].shape[-1] != self.window:
@@ -485,7 +489,7 @@ class _NeuralReconstructor(BaseReconstructor):
         self.history_ = []
         best, best_state = float("inf"), None
         # Step 0 (before any update): with the geometry-aware start this is the interpolation
-        # the model starts from (#36); train RMSE on the training windows under the same
+        # the model starts from; train RMSE on the training windows under the same
         # leave-one-shaft-in-turn masks as validation. The step-0 weights are kept: the model
         # without a learned transformer path, the experiments' negative control.
         self.step0_state_ = copy.deepcopy(model.state_dict())
@@ -691,7 +695,7 @@ class EpiTwin(_NeuralReconstructor):
         signals in and out stay numpy. Masks and batch orders are drawn on the CPU (numpy);
         dropout masks on ``device``.
     geometry_start : bool
-        #36's geometry-aware start (a Resolution): GFBA read-out at the least-squares fit of
+        The geometry-aware start (a Resolution): GFBA read-out at the least-squares fit of
         ``-2 ln d``, ``lambda_h`` = 15, zero-initialised decoder plus the attention-weighted
         raw-patch residual, so that step 0 predicts like IDW (with the functional term). False:
         the first reproduction's start (read-out ``-d / 20``, ``lambda_h`` = 1, no residual).

@@ -41,7 +41,7 @@ __all__ = ["montage_tensors", "HybridSpatialPE", "IndexEmbedding", "GFBAttention
            "log_distance_logits", "bias_interpolation", "SignedUnmixing", "lagged_patches"]
 
 MAX_INDEX = 20
-# Geometry-aware start (#36, a Resolution, not from the paper). Fixed a priori from the issue's
+# Geometry-aware start (a Resolution, not from the paper). Fixed a priori from the issue's
 # diagnosis, not tuned on any split: the issue measured softmax(-2 ln d + 20 F) at 0.945 x IDW and
 # asked for lambda_h in 10-20; we take the middle, 15.
 LAMBDA_F0 = 15.0
@@ -49,7 +49,7 @@ LAMBDA_F0 = 15.0
 # closest cross-shaft neighbours in the synthetic montages are a few mm away, and the RBFs end at
 # 120 mm.
 LOG_FIT_RANGE_MM = (2.0, 120.0)
-# Signed unmixing read-out (#47, a Resolution): the number of gated coefficient sets, fixed a
+# Signed unmixing read-out (a Resolution): the number of gated coefficient sets, fixed a
 # priori and not tuned: more than the synthetic worlds' two network states, so the number is
 # not read off the world.
 UNMIXING_REGIMES = 4
@@ -62,7 +62,7 @@ def log_distance_logits(dist: torch.Tensor, eps_mm: float = 1e-3) -> torch.Tenso
 
 
 def bias_interpolation(logits: torch.Tensor, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The attention-weighted raw-patch residual (#36): masked contact ``i`` gets
+    """The attention-weighted raw-patch residual: masked contact ``i`` gets
     ``sum_j softmax_j(logits_ij) x_j`` over observed contacts ``j``; observed contacts keep their
     input.
 
@@ -187,7 +187,7 @@ class GFBAttention(_MHA):
     to sum to 1; distances clipped at 120 mm) through an MLP 16 -> 16 -> H plus a linear
     read-out of the RBFs (the MLP's last layer starts at zero). With ``geometry_start=False``
     (the first reproduction) the read-out starts at ``-centre / 20``, so ``beta^h(d)`` is close
-    to ``-d / 20``, and ``lambda_h`` starts at 1. With ``geometry_start=True`` (#36, a
+    to ``-d / 20``, and ``lambda_h`` starts at 1. With ``geometry_start=True`` (a
     Resolution) the read-out starts at the least-squares fit of ``-2 ln d`` on
     ``LOG_FIT_RANGE_MM`` and ``lambda_h`` at ``LAMBDA_F0`` = 15, so that softmax of the bias alone
     is inverse-distance weighting sharpened by functional similarity. A Resolution (not from the
@@ -388,7 +388,7 @@ class _PatchCodec(nn.Module):
         self.mask_token = nn.Parameter(torch.randn(d_model) * 0.02)
         self.norm = nn.LayerNorm(d_model)
         self.decode = nn.Linear(d_model, patch)
-        if zero_decoder:  # #36: the output starts at the residual interpolation
+        if zero_decoder:  # the output starts at the residual interpolation
             nn.init.zeros_(self.decode.weight)
             nn.init.zeros_(self.decode.bias)
 
@@ -424,7 +424,7 @@ class EpiTwinGenerator(nn.Module):
     use_hspe, use_gfba, use_functional : bool
         Ablation switches (HSPE vs index embedding, GFBA vs plain attention, functional term).
     geometry_start : bool
-        #36's start (a Resolution): GFBA's read-out at the fit of ``-2 ln d``, ``lambda_h`` =
+        The geometry start (a Resolution): GFBA's read-out at the fit of ``-2 ln d``, ``lambda_h`` =
         ``LAMBDA_F0``, a zero-initialised decoder and the residual
         ``softmax_j(mean_h bias^h_ij) x_j`` over observed contacts, with the first layer's
         (learnable) GFBA bias; without GFBA the residual uses the fixed ``-2 ln d`` (IDW).
@@ -598,7 +598,7 @@ class LaBraMStyleTransformer(nn.Module):
     a temporal embedding (no 3-D geometry, no shaft structure), a vanilla pre-LN transformer with
     full attention over all N x L tokens, and a linear patch decoder; masked contacts get the
     [MASK] token. Written after Jiang et al. (ICLR 2024) / ``braindecode.models.Labram``, trained
-    from scratch (no pretrained weights offline). With ``residual_start=True`` (#36, for parity
+    from scratch (no pretrained weights offline). With ``residual_start=True`` (for parity
     with EpiTwin's geometry-aware start) the decoder starts at zero and the output adds the fixed
     inverse-distance interpolation ``softmax_j(-2 ln d_ij) x_j`` of the observed contacts (needs
     ``montage["dist"]``). With ``mask_hidden_keys=True`` (default) the hidden contacts' tokens
