@@ -150,6 +150,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default="")
+    ap.add_argument("--old", action="store_true",
+                    help="the first generator: hidden contacts attended as keys, no signed unmixing")
+    ap.add_argument("--step0-only", action="store_true", help="measure the step-0 model only")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     config = replace(W_FULL, world=args.world)
@@ -158,11 +161,16 @@ def main(argv=None) -> dict:
     V, (W, _) = data["val"][0], data["test"]
     common = dict(d_model=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
                   patch=config.patch, batch_size=config.batch_size, window=config.window,
-                  stride=config.train_stride, seed=args.seed, adversarial=False)
+                  stride=config.train_stride, seed=args.seed, adversarial=False,
+                  mask_hidden_keys=not args.old, signed_unmixing=not args.old)
     start = time.process_time()
     step0 = EpiTwin(**common, epochs=1, lr=0.0).fit(Z, montage, fs=data["fs"])
     result = {"world": args.world, "lr": args.lr, "epochs": args.epochs,
-              "step0": attention_masses(step0, V, montage)}
+              "old": args.old, "step0": attention_masses(step0, V, montage)}
+    if args.step0_only:
+        result["cpu_seconds"] = time.process_time() - start
+        print(json.dumps(result, indent=1))
+        return result
     model = EpiTwin(**common, epochs=args.epochs, lr=args.lr).fit(Z, montage, X_val=V, fs=data["fs"])
     pred = leave_one_shaft_out(model, W, montage)
     result["trained"] = dict(attention_masses(model, V, montage), **path_spread(model, W, montage),

@@ -118,6 +118,25 @@ def test_generator_equivariance_and_unseen_montage(data, fitted):
     assert np.all(np.isfinite(plain.fit(X, montage).predict(X2, m2, [1])))
 
 
+@pytest.mark.parametrize("cls", [EpiTwin, LaBraMStyleReconstructor])
+def test_fit_leaves_the_callers_generator_alone(data, cls):
+    X, montage = data
+    torch.manual_seed(123)
+    before = torch.get_rng_state().clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model = cls(**dict(TINY, epochs=2, patch=128 if cls is LaBraMStyleReconstructor else 64))
+        model.fit(X, montage)
+    assert torch.equal(torch.get_rng_state(), before)
+    # and the fit is still a function of its own seed, whatever the caller's generator holds
+    torch.manual_seed(7)
+    again = cls(**dict(TINY, epochs=2, patch=128 if cls is LaBraMStyleReconstructor else 64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        again.fit(X, montage)
+    np.testing.assert_array_equal(model.predict(X, montage, [1]), again.predict(X, montage, [1]))
+
+
 def test_labram_style_fits(data):
     X, montage = data
     model = LaBraMStyleReconstructor(**dict(TINY, patch=128, epochs=1)).fit(X, montage)
