@@ -64,7 +64,7 @@ def test_part_w_quick(experiment):
     assert set(steps["method"]) == {"epitwin", "epitwin_mse", "labram"}
     assert (steps["optimiser steps"] > 0).all()
     assert any("MNE interpolate_bads" in n for n in outcome.result.notes)
-    assert any("ridge with lags" in n for n in outcome.result.notes)
+    assert claims["W/epitwin_vs_labram"].competitor["key"] == "ridge_vs_labram"
 
 
 def test_part_x_quick(experiment):
