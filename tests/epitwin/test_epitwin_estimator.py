@@ -109,9 +109,32 @@ def test_generator_equivariance_and_unseen_montage(data, fitted):
     with torch.no_grad():
         torch.testing.assert_close(g(x[:, perm], mask[:, perm], tp), g(x, mask, t)[:, perm],
                                    rtol=1e-4, atol=1e-5)
-    # an unseen montage (another patient) is reconstructed in standardised units
+    # an unseen montage (another patient) is reconstructed in standardised units by a model
+    # without the per-pair signed unmixing, and refused by one with it
     X2, m2, _ = make_synthetic_seeg(brain_seed=0, patient_seed=9, duration_s=4, n_shafts=3)
-    assert np.all(np.isfinite(fitted.predict(X2, m2, [1])))
+    with pytest.raises(ValueError, match="signed_unmixing"):
+        fitted.predict(X2, m2, [1])
+    plain = EpiTwin(**dict(TINY, epochs=1, adversarial=False, signed_unmixing=False))
+    assert np.all(np.isfinite(plain.fit(X, montage).predict(X2, m2, [1])))
+
+
+@pytest.mark.parametrize("cls", [EpiTwin, LaBraMStyleReconstructor])
+def test_fit_leaves_the_callers_generator_alone(data, cls):
+    X, montage = data
+    torch.manual_seed(123)
+    before = torch.get_rng_state().clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model = cls(**dict(TINY, epochs=2, patch=128 if cls is LaBraMStyleReconstructor else 64))
+        model.fit(X, montage)
+    assert torch.equal(torch.get_rng_state(), before)
+    # and the fit is still a function of its own seed, whatever the caller's generator holds
+    torch.manual_seed(7)
+    again = cls(**dict(TINY, epochs=2, patch=128 if cls is LaBraMStyleReconstructor else 64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        again.fit(X, montage)
+    np.testing.assert_array_equal(model.predict(X, montage, [1]), again.predict(X, montage, [1]))
 
 
 def test_labram_style_fits(data):

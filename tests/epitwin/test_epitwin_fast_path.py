@@ -1,4 +1,4 @@
-"""Fast paths of the baselines (#42), each compared with the old code on fixed inputs, and the
+"""Fast paths of the baselines, each compared with the old code on fixed inputs, and the
 MNE baseline on every generated recording (it used to fail on the default one)."""
 
 import numpy as np

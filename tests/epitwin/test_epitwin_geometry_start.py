@@ -1,4 +1,4 @@
-"""#36: the geometry-aware start. At step 0 (no optimiser update) EpiTwin's leave-one-shaft-out
+"""The geometry-aware start. At step 0 (no optimiser update) EpiTwin's leave-one-shaft-out
 RMSE is within 5 % of IDW's (not worse than 1.05 x IDW), the LaBraM-style baseline with the
 same residual start equals IDW, and the RBF read-out starts at the least-squares fit of -2 ln d."""
 

@@ -1,4 +1,4 @@
-"""#36: the 'routing' world (state switches which source drives each shaft's local field), its
+"""The 'routing' world (state switches which source drives each shaft's local field), its
 positive control (ridge per true state) and the inferred-state ridge."""
 
 import numpy as np

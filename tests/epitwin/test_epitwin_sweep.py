@@ -1,4 +1,4 @@
-"""Bad inputs over epitwin's public entry points (#33): the shared sweep plus the two inputs
+"""Bad inputs over epitwin's public entry points: the shared sweep plus the two inputs
 the issue found slipping through (fs <= 0 or NaN; metrics of constant signals)."""
 
 import math

@@ -37,7 +37,7 @@ class IDWReconstructor(BaseReconstructor):
         W = idw_weights(montage.pos, ~mask, power=self.power, n_nearest=self.n_nearest)
         # Only the masked rows are used, and only observed columns are non-zero: one float64
         # matmul on those blocks (the mixed float64/float32 einsum over all rows was 85 % of a
-        # predict, #42; equal to it to round-off, tested).
+        # predict; equal to it to round-off, tested).
         obs = ~mask
         out = np.zeros(Z.shape)
         out[:, mask] = np.matmul(W[np.ix_(mask, obs)], Z[:, obs].astype(np.float64))
@@ -51,7 +51,7 @@ def lagged(Z: np.ndarray, lags) -> np.ndarray:
     lags = [int(lag) for lag in lags]
     pad = min(max((abs(lag) for lag in lags), default=0), T - 1) if T else 0
     # Edge-pad once, then each lag is a slice (fancy indexing with clipped indices per lag was
-    # 27 % of a ridge predict, #42); lags beyond the window clip to its edge as before.
+    # 27 % of a ridge predict); lags beyond the window clip to its edge as before.
     Zp = np.pad(Z, ((0, 0), (0, 0), (pad, pad)), mode="edge") if pad else Z
     out = np.empty((W, N, len(lags), T), dtype=Z.dtype)
     for k, lag in enumerate(lags):
@@ -118,7 +118,7 @@ class RidgeReconstructor(BaseReconstructor):
         # of all lags' coefficients with the observed contacts laid out (contact, window·time),
         # then each lag's edge-clamped shift of its few output rows — the lagged features
         # (n_observed * n_lags rows) are never formed (the mixed-dtype einsum and the
-        # fancy-indexed lags were 57 % of a predict, #42; equal to round-off, tested).
+        # fancy-indexed lags were 57 % of a predict; equal to round-off, tested).
         lags = [int(lag) for lag in self.lags]
         n_l, (n_w, _, T) = len(lags), Z.shape
         n_o, n_m = int((~mask).sum()), int(mask.sum())
@@ -146,7 +146,7 @@ def mne_interpolate(X, montage, bad_contacts, fs: float = 256.0, method: str | N
     MNE's shaft detection starts from each contact's nearest neighbour and runs over every
     contact of the recording, so where two shafts pass within a contact spacing of each other
     it fails with an ``IndexError`` for *every* bad contact, wherever it is (the default
-    synthetic recording, ``make_synthetic_seeg(patient_seed=0, n_shafts=10)``, is one, #42).
+    synthetic recording, ``make_synthetic_seeg(patient_seed=0, n_shafts=10)``, is one).
     With ``per_shaft=True`` (default) MNE is given the contacts of one shaft of ``montage`` at a
     time (the shaft of the bad contacts): its spline uses only same-shaft contacts anyway, so the
     result is the same where its detection works on the whole recording (tested) and defined
@@ -175,7 +175,7 @@ def mne_interpolate(X, montage, bad_contacts, fs: float = 256.0, method: str | N
     return out
 
 
-# -- #36: state-gated ridge (the routing world's positive control and a learnable baseline) ---
+# -- state-gated ridge (the routing world's positive control and a learnable baseline) ---
 
 def _state_gram(Z: np.ndarray, labels: np.ndarray, lags, n_states: int) -> list:
     """Gram matrices of the lagged contacts over the samples of each state.
@@ -197,7 +197,7 @@ def _state_gram(Z: np.ndarray, labels: np.ndarray, lags, n_states: int) -> list:
 
 
 class StateRidgeReconstructor:
-    """Ridge with lags fitted separately for each network state (a Resolution, #36).
+    """Ridge with lags fitted separately for each network state (a Resolution).
 
     Given per-sample state labels, each state gets its own ridge map (the Gram of the lagged
     contacts over that state's samples, exact solve per mask as :class:`RidgeReconstructor`);
@@ -277,7 +277,7 @@ def band_log_power(Z: np.ndarray, fs: float, bands=((1, 4), (4, 8), (8, 13), (13
 
 
 class InferredStateRidge:
-    """Ridge gated by a state inferred from the contacts' own band power (a Resolution, #36;
+    """Ridge gated by a state inferred from the contacts' own band power (a Resolution;
     the routing world's non-oracle, non-linear baseline: no true state is used anywhere).
 
     Training (every contact recorded): the windows' log band powers of all contacts are

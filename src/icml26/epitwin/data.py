@@ -228,7 +228,7 @@ def _implant(rng, n_shafts: int, q: np.ndarray, region: np.ndarray) -> SEEGMonta
     return SEEGMontage(pos, np.array(shaft), np.array(index), region[near], tissue)
 
 
-# #36, pre-registered second world (a Resolution, not from the paper): in the "switching" world
+# Pre-registered second world (a Resolution, not from the paper): in the "switching" world
 # the network state also gates which hemisphere's sources drive the contacts: in state 0 the
 # sources with x < 0 keep amplitude 1 and those with x >= 0 are scaled by SWITCH_LOW_GAIN, in
 # state 1 the reverse. The best linear map from observed to hidden contacts then differs between
@@ -236,7 +236,7 @@ def _implant(rng, n_shafts: int, q: np.ndarray, region: np.ndarray) -> SEEGMonta
 # value 0.2 was fixed before any run on this world.
 SWITCH_LOW_GAIN = 0.2
 
-# #36, third world "routing" (a Resolution, not from the paper), designed after the switching
+# Third world "routing" (a Resolution, not from the paper), designed after the switching
 # world's diagnostic (a per-state ridge oracle gained < 2 % over ridge). Why gating sources does
 # not help: with 24 sources seen by ~90 contacts the observed contacts span the source space, so
 # a hidden shaft is a linear function of them whatever the state (dev check: without the local
@@ -279,7 +279,7 @@ WORLDS = ("spec", "switching", "routing")
 
 
 def _routing(montage: "SEEGMontage", source_pos: np.ndarray, rng) -> dict:
-    """The routing world's draws (#36): for every shaft c its two driver sources d_0(c) != d_1(c)
+    """The routing world's draws: for every shaft c its two driver sources d_0(c) != d_1(c)
     among the sources that other shafts see (distance to the nearest contact of another shaft
     below ROUTE_VISIBLE_MM, else the ROUTE_MIN_CANDIDATES nearest), lags on ROUTE_LAGS, the
     local-field centre contact and own-rhythm frequency, and the marker shafts."""
@@ -363,11 +363,11 @@ def make_synthetic_seeg(brain_seed: int = 0, patient_seed: int = 0, duration_s: 
         Return an :class:`mne.io.RawArray` (``seeg`` channels in volts, contact positions in a
         ``mni_tal`` montage) and ``info`` instead of ``(X, montage, info)``.
     world : {"spec", "switching", "routing"}
-        ``"spec"``: the process above. ``"switching"`` (#36, pre-registered): additionally the
+        ``"spec"``: the process above. ``"switching"`` (pre-registered): additionally the
         network state gates the hemispheres' source amplitudes (the active hemisphere's sources
         at 1, the other's at ``SWITCH_LOW_GAIN``), so the observed-to-hidden map depends on the
         state. Same random draws as ``"spec"`` (same montage, rhythms and states).
-        ``"routing"`` (#36, designed with a state-oracle positive control): every shaft also
+        ``"routing"`` (designed with a state-oracle positive control): every shaft also
         carries a local field confined to its own contacts that follows, in network state s,
         source ``d_s`` of the shaft (gain 1) and the other driver at ``ROUTE_LOW_GAIN``; two
         shafts carry a 10-Hz marker in state 1; 0.5-Hz high-pass. ``info["routing"]`` holds the
@@ -452,14 +452,14 @@ def make_synthetic_seeg(brain_seed: int = 0, patient_seed: int = 0, duration_s: 
     gain = 1.0 / (1.0 + (r / 6.0) ** 2)
     X = gain @ sources
     X /= X.std(axis=1, keepdims=True)
-    if world == "routing":  # #36: state-routed local fields (own random stream)
+    if world == "routing":  # state-routed local fields (own random stream)
         fields, routing = _local_fields(montage, sources, brain["q"], state, fs,
                                         np.random.default_rng([patient_seed, brain_seed, 36]))
         X = X + ROUTE_LOCAL_GAIN * fields
         X /= X.std(axis=1, keepdims=True)
     N = montage.n_contacts
     X += local_noise * _colored_noise(rng, N, T, 1.5) + white_noise * rng.standard_normal((N, T))
-    if world == "routing":  # #36: acquisition high-pass (no sub-Hz drift), zero phase
+    if world == "routing":  # acquisition high-pass (no sub-Hz drift), zero phase
         from scipy.signal import butter, sosfiltfilt
         sos = butter(4, ROUTE_HIGHPASS_HZ, "highpass", fs=fs, output="sos")
         X = sosfiltfilt(sos, X, axis=1, padlen=min(15, T - 1))

@@ -29,14 +29,24 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 
-from icml26.core.device import resolve_device, to_numpy
+from icml26.core.device import resolve_device, seeded_rng, to_numpy
 from icml26.core.validation import check_choice, check_finite_array, check_int, check_scalar_in
 
 from .data import SEEGMontage, raw_to_arrays, windows as cut_windows
-from .model import EpiTwinGenerator, LaBraMStyleTransformer, MultiScaleDiscriminator, montage_tensors
+from .metrics import reconstruction_metrics
+from .model import (UNMIXING_REGIMES, EpiTwinGenerator, LaBraMStyleTransformer,
+                    MultiScaleDiscriminator, montage_tensors)
 from .spatial import functional_similarity
 
 __all__ = ["EpiTwin", "LaBraMStyleReconstructor", "BaseReconstructor", "FunctionalPredictor"]
+
+# Stage 2 (spec 2.5): generator and discriminator learning rate.
+REFINE_LR = 2e-4
+# The stage-2 checkpoint rule "best_lsd" keeps the epoch with the lowest validation LSD among
+# those whose validation RMSE is within this factor of stage 1's best: the spec's accuracy bar
+# for refinement (RMSE(full) <= 1.05 RMSE(MSE-only)).
+REFINE_RMSE_TOLERANCE = 1.05
+REFINE_RULES = ("best_rmse", "last", "best_lsd")
 
 
 def _is_raw(obj) -> bool:
@@ -59,7 +69,7 @@ class BaseReconstructor(BaseEstimator):
 
     # -- input handling ----------------------------------------------------------------------
     def _one(self, X, montage, fs, name):
-        if fs is not None:  # #33: fs=0, -256 or NaN used to be accepted (or fail as "nan vs nan")
+        if fs is not None:  # fs=0, -256 or NaN are refused
             fs = check_scalar_in(fs, "fs", low=0.0, low_inclusive=False)
         if _is_raw(X):
             Xa, raw_montage, raw_fs = raw_to_arrays(X)
@@ -112,7 +122,7 @@ class BaseReconstructor(BaseEstimator):
         return mean, np.where(std > 1e-8, std, 1.0)
 
     # -- public API --------------------------------------------------------------------------
-    def fit(self, X, montage=None, X_val=None, fs: float = 256.0):
+    def fit(self, X, montage=None, X_val=None, fs: float = 256.0, context=None, context_val=None):
         """Fit on recordings where every contact is observed.
 
         Parameters
@@ -124,6 +134,9 @@ class BaseReconstructor(BaseEstimator):
             Held-out time block for checkpoint selection (neural models).
         fs : float
             Sampling rate (Hz); ``predict`` refuses a different one.
+        context, context_val : int array (T,) or (W, T), or a list of these, optional
+            Known context label of every sample of ``X`` / ``X_val`` (only for models built
+            with ``n_context > 0``; e.g. the network state, for a positive control).
 
         Returns
         -------
@@ -136,23 +149,27 @@ class BaseReconstructor(BaseEstimator):
                 raise ValueError(f"training patients have different sampling rates ({f} vs {self.fs_})")
         self.stats_ = {}
         prepared = []
-        for arr, m, _, _ in patients:
+        contexts = self._contexts(context, patients, "context")
+        for (arr, m, _, _), ctx in zip(patients, contexts):
             W = arr if arr.ndim == 3 else self._train_windows(arr)
             flat = W.transpose(1, 0, 2).reshape(W.shape[1], -1).astype(np.float64)
             mean, std = flat.mean(1), flat.std(1)
             std = np.where(std > 1e-8, std, 1.0)
             self.stats_[self._key(m)] = (mean, std)
             prepared.append({"Z": ((W - mean[None, :, None]) / std[None, :, None]).astype(np.float32),
-                             "montage": m, "key": self._key(m)})
+                             "montage": m, "key": self._key(m),
+                             "C": None if ctx is None else self._context_windows(ctx, arr, "context")})
         val = None
         if X_val is not None:
             vals = self._patients(X_val, [p["montage"] for p in prepared] if len(prepared) > 1
                                   else prepared[0]["montage"], fs, "X_val")
             val = []
-            for (arr, m, _, _), p in zip(vals, prepared):
+            val_contexts = self._contexts(context_val, vals, "context_val")
+            for (arr, m, _, _), p, ctx in zip(vals, prepared, val_contexts):
                 W = arr if arr.ndim == 3 else self._train_windows(arr)
                 mean, std = self.stats_[p["key"]]
-                val.append(((W - mean[None, :, None]) / std[None, :, None]).astype(np.float32))
+                val.append({"Z": ((W - mean[None, :, None]) / std[None, :, None]).astype(np.float32),
+                            "C": None if ctx is None else self._context_windows(ctx, arr, "context_val")})
         self.n_patients_ = len(prepared)
         self._fit(prepared, val)
         return self
@@ -161,7 +178,40 @@ class BaseReconstructor(BaseEstimator):
         check_int(self.window, "window", min_value=1)
         return cut_windows(arr, T=int(self.window), stride=int(self.stride))
 
-    def predict(self, X, montage=None, masked_shafts=(0,), fs: float | None = None):
+    # -- known context labels (positive controls) ----------------------------------------------
+    n_context = 0
+
+    def _contexts(self, context, patients, name):
+        """One context array (or None) per patient; refuses context for models without it."""
+        if context is None:
+            if self.n_context:
+                raise ValueError(f"{name} is required: the model was built with n_context="
+                                 f"{self.n_context}")
+            return [None] * len(patients)
+        if not self.n_context:
+            raise ValueError(f"{name} given, but {type(self).__name__} takes no context "
+                             "(n_context=0)")
+        ctx = list(context) if isinstance(context, (list, tuple)) else [context]
+        if len(ctx) != len(patients):
+            raise ValueError(f"{name} has {len(ctx)} entries for {len(patients)} patients")
+        return ctx
+
+    def _context_windows(self, ctx, arr, name):
+        """Context labels (T,) for a continuous (N, T) recording or (W, T) for windows, as
+        (W, T) int64 aligned with the windows the model sees."""
+        ctx = np.asarray(ctx)
+        want = arr.shape[-1:] if arr.ndim == 2 else (arr.shape[0], arr.shape[-1])
+        if ctx.shape != tuple(want) or not np.issubdtype(ctx.dtype, np.integer):
+            raise ValueError(f"{name} must be an int array of shape {tuple(want)}, got "
+                             f"{ctx.dtype} {ctx.shape}")
+        if ctx.min() < 0 or ctx.max() >= self.n_context:
+            raise ValueError(f"{name} labels must lie in [0, {self.n_context - 1}]")
+        if arr.ndim == 2:
+            ctx = cut_windows(ctx[None].astype(np.float64), T=int(self.window),
+                              stride=int(self.stride))[:, 0]
+        return ctx.astype(np.int64)
+
+    def predict(self, X, montage=None, masked_shafts=(0,), fs: float | None = None, context=None):
         """Fill the contacts of ``masked_shafts`` from the observed ones.
 
         Parameters
@@ -173,6 +223,8 @@ class BaseReconstructor(BaseEstimator):
             Shaft ids to reconstruct (must exist; at least one shaft must remain observed).
         fs : float, optional
             Sampling rate of ``X`` (checked against the training rate).
+        context : int array (T,) or (W, T), optional
+            Context labels of ``X``'s samples (models built with ``n_context > 0`` only).
 
         Returns
         -------
@@ -184,16 +236,24 @@ class BaseReconstructor(BaseEstimator):
         arr, montage, fs, dtype = self._one(X, montage, fs, "X")
         self._check_fs(fs)
         mask = montage.mask_for(masked_shafts)
+        (ctx,) = self._contexts(context, [arr], "context")
+        if ctx is not None:
+            ctx = np.asarray(ctx)
+            want = arr.shape[-1:] if arr.ndim == 2 else (arr.shape[0], arr.shape[-1])
+            if ctx.shape != tuple(want):
+                raise ValueError(f"context must have shape {tuple(want)}, got {ctx.shape}")
+            ctx = ctx.reshape(-1, arr.shape[-1]).astype(np.int64)
         W = arr[None] if arr.ndim == 2 else arr
         # (No zeroed copy of the input and one float64 temporary fewer: the masked rows'
         # statistics are (0, 1) and their standardised values are zeroed either way, and the
-        # output is written in its final dtype — the same numbers, #42.)
+        # output is written in its final dtype — the same numbers.)
         mean, std = self._stats_for(montage, W, mask)
         Z = W - mean[None, :, None]
         Z /= std[None, :, None]
         Z = Z.astype(np.float32)
         Z[:, mask] = 0.0
-        R = self._reconstruct_any(Z, mask, montage)
+        R = self._reconstruct_any(Z, mask, montage) if ctx is None else self._reconstruct(
+            Z, mask, montage, ctx)
         rec = R[:, mask] * std[None, mask, None] + mean[None, mask, None]
         if not np.all(np.isfinite(rec)):
             raise FloatingPointError("reconstruction produced non-finite values")
@@ -331,14 +391,24 @@ class _NeuralReconstructor(BaseReconstructor):
             masks[b] = np.isin(shafts, chosen)
         return masks
 
-    def _forward(self, model, p, x, mask, train=False, rng=None):
+    def _forward(self, model, p, x, mask, train=False, rng=None, context=None):
         t = p["t"]
         if train and getattr(self, "use_hspe", False):
             signs = torch.as_tensor(rng.choice([-1.0, 1.0], size=t["lap"].shape[1]), dtype=torch.float32,
                                     device=t["lap"].device)
             t = dict(t, lap=t["lap"] * signs)
         F = self._functional(t, x, mask, p["key"])
-        return model(x.masked_fill(mask[..., None], 0.0), mask, t, F)
+        x = x.masked_fill(mask[..., None], 0.0)
+        if context is None:
+            return model(x, mask, t, F)
+        return model(x, mask, t, F, context=self._patch_context(context))
+
+    def _patch_context(self, context) -> torch.Tensor:
+        """Per-sample labels (B, T) -> the most frequent label of each patch (B, L)."""
+        c = np.asarray(context, dtype=np.int64)
+        B, T = c.shape
+        onehot = np.eye(self.n_context, dtype=np.float32)[c].reshape(B, T // self.patch, self.patch, -1)
+        return torch.as_tensor(onehot.sum(2).argmax(-1), device=self._device())
 
     @staticmethod
     def _rec_loss(y, x, mask, observed_weight):
@@ -358,31 +428,48 @@ class _NeuralReconstructor(BaseReconstructor):
     @staticmethod
     def _train_probe(patients, n=64):
         """At most ``n`` evenly spaced training windows per patient (training-curve RMSE)."""
-        return [np.ascontiguousarray(p["Z"][::max(1, len(p["Z"]) // n)][:n]) for p in patients]
+        sel = [slice(None, None, max(1, len(p["Z"]) // n)) for p in patients]
+        return [{"Z": np.ascontiguousarray(p["Z"][s][:n]),
+                 "C": None if p.get("C") is None else p["C"][s][:n]} for p, s in zip(patients, sel)]
 
-    def _val_rmse(self, model, patients, val):
+    def _val_eval(self, model, patients, val, spectral=False):
+        """RMSE of the hidden contacts on ``val`` (window ``w`` hides shaft ``w mod n_shafts``);
+        with ``spectral`` also ``(rmse, lsd, soi)`` of those series."""
         if val is None:
-            return float("nan")
+            return (float("nan"),) * 3 if spectral else float("nan")
         model.eval()
-        se, n = 0.0, 0
+        se, n, truth, pred = 0.0, 0, [], []
         with torch.no_grad():
-            for p, V in zip(patients, val):
+            for p, v in zip(patients, val):
+                V, C = v["Z"], v.get("C")
                 ids = np.unique(p["montage"].shaft)
                 x = torch.as_tensor(V, device=self._device())
                 mask = torch.as_tensor(np.stack([p["montage"].shaft == ids[w % len(ids)]
                                                  for w in range(len(V))]), device=x.device)
                 for i in range(0, len(V), 32):
-                    y = self._forward(model, p, x[i:i + 32], mask[i:i + 32])
-                    m = mask[i:i + 32, :, None].float()
-                    se += float((((y - x[i:i + 32]) ** 2) * m).sum())
+                    y = self._forward(model, p, x[i:i + 32], mask[i:i + 32],
+                                      context=None if C is None else C[i:i + 32])
+                    m = mask[i:i + 32]
+                    se += float((((y - x[i:i + 32]) ** 2) * m[..., None].float()).sum())
                     n += float(m.sum()) * x.shape[-1]
+                    if spectral:
+                        truth.append(to_numpy(x[i:i + 32][m]))
+                        pred.append(to_numpy(y[m]))
         model.train()
-        return math.sqrt(se / max(n, 1.0))
+        rmse = math.sqrt(se / max(n, 1.0))
+        if not spectral:
+            return rmse
+        met = reconstruction_metrics(np.concatenate(truth), np.concatenate(pred), self.fs_)
+        return rmse, float(met["lsd"]), float(met["soi"])
 
     def _fit(self, patients, val):
         self._check_params()
         self.device_ = resolve_device(getattr(self, "device", "cpu"))
-        torch.manual_seed(self.seed)
+        # the seed drives a forked generator: the caller's torch generators do not move
+        with seeded_rng(self.seed, self.device_):
+            return self._fit_seeded(patients, val)
+
+    def _fit_seeded(self, patients, val):
         rng = np.random.default_rng(self.seed)
         for p in patients:
             if p["Z"].shape[-1] != self.window:
@@ -402,10 +489,12 @@ class _NeuralReconstructor(BaseReconstructor):
         self.history_ = []
         best, best_state = float("inf"), None
         # Step 0 (before any update): with the geometry-aware start this is the interpolation
-        # the model starts from (#36); train RMSE on the training windows under the same
-        # leave-one-shaft-in-turn masks as validation.
-        self.step0_val_rmse_ = self._val_rmse(model, patients, val)
-        self.step0_train_rmse_ = self._val_rmse(model, patients, self._train_probe(patients))
+        # the model starts from; train RMSE on the training windows under the same
+        # leave-one-shaft-in-turn masks as validation. The step-0 weights are kept: the model
+        # without a learned transformer path, the experiments' negative control.
+        self.step0_state_ = copy.deepcopy(model.state_dict())
+        self.step0_val_rmse_ = self._val_eval(model, patients, val)
+        self.step0_train_rmse_ = self._val_eval(model, patients, self._train_probe(patients))
         self.n_steps_ = 0
         model.train()
         for epoch in range(n_rec):
@@ -415,7 +504,8 @@ class _NeuralReconstructor(BaseReconstructor):
                 x = torch.as_tensor(p["Z"][idx], device=self._device())
                 mask = torch.as_tensor(self._sample_masks(rng, p["montage"].shaft, len(idx)),
                                        device=x.device)
-                loss = self._rec_loss(self._forward(model, p, x, mask, True, rng), x, mask,
+                c = None if p.get("C") is None else p["C"][idx]
+                loss = self._rec_loss(self._forward(model, p, x, mask, True, rng, c), x, mask,
                                       self.observed_weight)
                 opt.zero_grad()
                 loss.backward()
@@ -423,8 +513,8 @@ class _NeuralReconstructor(BaseReconstructor):
                 sched.step()
                 self.n_steps_ += 1
                 total += float(loss.detach()) * len(idx)
-            v = self._val_rmse(model, patients, val)
-            tr = (self._val_rmse(model, patients, self._train_probe(patients))
+            v = self._val_eval(model, patients, val)
+            tr = (self._val_eval(model, patients, self._train_probe(patients))
                   if self.track_train else float("nan"))
             self.history_.append({"epoch": epoch, "stage": 1, "loss": total / sum(len(p["Z"]) for p in patients),
                                   "val_rmse": v, "train_rmse": tr, "steps": self.n_steps_})
@@ -450,12 +540,27 @@ class _NeuralReconstructor(BaseReconstructor):
                             idx[..., None].expand(-1, -1, -1, x.shape[-1]))
         return (w[..., None] * vals).sum(2)
 
+    refine_checkpoint = "best_rmse"
+    _keep_stage2 = False  # dev procedure: keep every stage-2 epoch's weights in stage2_states_
+
+    def _select_stage2(self, epochs, stage1_best):
+        """Index into ``epochs`` (dicts with val_rmse, val_lsd) of the checkpoint the rule keeps,
+        or None for the stage-1 checkpoint."""
+        if self.refine_checkpoint == "best_rmse":
+            return min(range(len(epochs)), key=lambda e: epochs[e]["val_rmse"])
+        if self.refine_checkpoint == "last":
+            return len(epochs) - 1
+        ok = [e for e in range(len(epochs))
+              if epochs[e]["val_rmse"] <= REFINE_RMSE_TOLERANCE * stage1_best]
+        return min(ok, key=lambda e: epochs[e]["val_lsd"]) if ok else None
+
     def _refine(self, model, patients, val, rng, n_adv, stage1_best):
         stage1_state = copy.deepcopy(model.state_dict())
+        _, self.stage1_val_lsd_, self.stage1_val_soi_ = self._val_eval(model, patients, val, True)
         D = MultiScaleDiscriminator().to(self._device())
-        opt_g = torch.optim.AdamW(model.parameters(), lr=2e-4, weight_decay=self.weight_decay)
-        opt_d = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.9))
-        best, best_state, reason = float("inf"), None, ""
+        opt_g = torch.optim.AdamW(model.parameters(), lr=REFINE_LR, weight_decay=self.weight_decay)
+        opt_d = torch.optim.Adam(D.parameters(), lr=REFINE_LR, betas=(0.5, 0.9))
+        epochs, states, reason = [], [], ""
         for epoch in range(n_adv):
             total_d = 0.0
             n_batches = 0
@@ -464,7 +569,8 @@ class _NeuralReconstructor(BaseReconstructor):
                 x = torch.as_tensor(p["Z"][idx], device=self._device())
                 mask = torch.as_tensor(self._sample_masks(rng, p["montage"].shaft, len(idx)),
                                        device=x.device)
-                y = self._forward(model, p, x, mask, True, rng)
+                c = None if p.get("C") is None else p["C"][idx]
+                y = self._forward(model, p, x, mask, True, rng, c)
                 cond = self._conditioning(p["t"], x, mask)[mask]
                 pick = torch.as_tensor(np.sort(rng.permutation(len(cond))[:self.d_series]))
                 real = torch.stack([x[mask][pick], cond[pick]], 1)
@@ -487,30 +593,42 @@ class _NeuralReconstructor(BaseReconstructor):
                 opt_g.step()
                 total_d += float(loss_d.detach())
                 n_batches += 1
-            v = self._val_rmse(model, patients, val)
+            v, lsd, soi = self._val_eval(model, patients, val, spectral=True)
             self.history_.append({"epoch": len(self.history_), "stage": 2, "loss_d": total_d / n_batches,
-                                  "val_rmse": v})
+                                  "val_rmse": v, "val_lsd": lsd, "val_soi": soi})
             if total_d / n_batches < 1e-4:
                 reason = "discriminator loss collapsed"
             elif val is not None and v > 1.10 * stage1_best:
                 reason = f"validation RMSE rose to {v:.3f} (> 1.10 x stage 1's {stage1_best:.3f})"
             if reason:
                 break
-            if val is None or v < best:
-                best, best_state = v, copy.deepcopy(model.state_dict())
+            epochs.append({"val_rmse": v, "val_lsd": lsd})
+            states.append(copy.deepcopy(model.state_dict()))
+        if self._keep_stage2:
+            self.stage2_states_ = list(states)
+        pick = None if reason or val is None or not epochs else self._select_stage2(epochs, stage1_best)
+        if val is None and epochs and not reason:
+            pick = len(epochs) - 1
         if reason:
             warnings.warn(f"adversarial refinement stopped: {reason}; keeping the stage-1 checkpoint",
                           RuntimeWarning, stacklevel=3)
-            model.load_state_dict(stage1_state)
             self.refinement_ = f"stopped: {reason}"
+        elif pick is None:
+            self.refinement_ = (f"no stage-2 checkpoint within {REFINE_RMSE_TOLERANCE} x stage 1's "
+                                "validation RMSE; stage-1 checkpoint kept")
         else:
-            model.load_state_dict(best_state)
             self.refinement_ = "done"
+        self.refine_epoch_ = pick
+        model.load_state_dict(stage1_state if pick is None else states[pick])
         return model
 
     # inference --------------------------------------------------------------------------------
-    def _reconstruct(self, Z, mask, montage):
+    def _reconstruct(self, Z, mask, montage, context=None):
         key = self._key(montage)
+        if getattr(self, "signed_unmixing", False) and key != self.train_key_:
+            raise ValueError("signed_unmixing learns coefficients for the contact pairs of the "
+                             "training montage; this montage was not trained on (use "
+                             "signed_unmixing=False for unseen montages)")
         if getattr(self, "_pcache", {}).get("key") != key:
             self._pcache = {"key": key, "p": {"t": _on(self._patient_tensors(montage), self._device()),
                                               "key": key, "montage": montage}}
@@ -536,8 +654,9 @@ class _NeuralReconstructor(BaseReconstructor):
                 x = torch.as_tensor(np.ascontiguousarray(Z[..., s:s + length]), device=device)
                 for i in range(0, len(x), 64):
                     xb = x[i:i + 64]
+                    c = None if context is None else context[i:i + 64, s:s + length]
                     out[i:i + 64, :, s:s + length] = to_numpy(self._forward(
-                        self.model_, p, xb, m[None].expand(len(xb), -1)))
+                        self.model_, p, xb, m[None].expand(len(xb), -1), context=c))
         return out
 
 
@@ -576,18 +695,39 @@ class EpiTwin(_NeuralReconstructor):
         signals in and out stay numpy. Masks and batch orders are drawn on the CPU (numpy);
         dropout masks on ``device``.
     geometry_start : bool
-        #36's geometry-aware start (a Resolution): GFBA read-out at the least-squares fit of
+        The geometry-aware start (a Resolution): GFBA read-out at the least-squares fit of
         ``-2 ln d``, ``lambda_h`` = 15, zero-initialised decoder plus the attention-weighted
         raw-patch residual, so that step 0 predicts like IDW (with the functional term). False:
         the first reproduction's start (read-out ``-d / 20``, ``lambda_h`` = 1, no residual).
+    mask_hidden_keys : bool
+        Hidden contacts take no part as keys in the spatial attention (default; see
+        :class:`~icml26.epitwin.model.EpiTwinGenerator`). ``False``: the earlier behaviour, in
+        which hidden queries attended almost only to their own shaft's [MASK] tokens.
+    signed_unmixing : bool
+        Add the gated signed unmixing read-out (a **Resolution, not from the paper**; see
+        :class:`~icml26.epitwin.model.SignedUnmixing`): signed coefficients per contact pair
+        and lag on the observed contacts' raw samples, ``n_regimes`` sets of them chosen per
+        hidden token by a gate on its final state. It learns the pairs of one montage: ``fit``
+        takes one patient and ``predict`` that montage only (``False`` for unseen montages).
+    n_regimes : int
+        Number of gated coefficient sets.
+    n_context : int
+        Number of known context labels (0: none); ``fit``/``predict`` then take ``context``,
+        a label per sample (the positive control gives the true network state this way).
+    refine_checkpoint : {"best_rmse", "last", "best_lsd"}
+        Which stage-2 checkpoint is kept: the best validation RMSE, the last epoch, or the
+        lowest validation LSD among epochs within ``REFINE_RMSE_TOLERANCE`` (1.05) x stage 1's
+        validation RMSE (stage 1's checkpoint when none is).
 
     Attributes
     ----------
     model_ : EpiTwinGenerator
     history_ : list of dict
-        Per-epoch loss and validation RMSE.
+        Per-epoch loss and validation RMSE (stage 2 also validation LSD and SOI).
     refinement_ : str
-        ``"done"``, ``"off"`` or why refinement was stopped.
+        ``"done"``, ``"off"`` or why refinement was stopped or its checkpoint not kept.
+    step0_state_ : dict
+        The generator's weights before the first update (the geometry start).
     """
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 32,
@@ -597,9 +737,13 @@ class EpiTwin(_NeuralReconstructor):
                  batch_size: int = 16, lr: float = 1e-3, weight_decay: float = 1e-2,
                  dropout: float = 0.1, window: int = 512, stride: int = 256,
                  mask_shafts: tuple = (1, 2), observed_weight: float = 0.1, seed: int = 0,
-                 geometry_start: bool = True, device="cpu"):
+                 geometry_start: bool = True, mask_hidden_keys: bool = True,
+                 signed_unmixing: bool = True, n_regimes: int = UNMIXING_REGIMES,
+                 n_context: int = 0, refine_checkpoint: str = "best_rmse", device="cpu"):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
-        self.geometry_start, self.device = geometry_start, device
+        self.geometry_start, self.mask_hidden_keys = geometry_start, mask_hidden_keys
+        self.signed_unmixing, self.n_regimes, self.n_context = signed_unmixing, n_regimes, n_context
+        self.refine_checkpoint, self.device = refine_checkpoint, device
         self.k_lap, self.lambda_adv, self.lambda_fm = k_lap, lambda_adv, lambda_fm
         self.adversarial, self.use_hspe, self.use_gfba = adversarial, use_hspe, use_gfba
         self.use_functional, self.functional, self.epochs = use_functional, functional, epochs
@@ -610,7 +754,18 @@ class EpiTwin(_NeuralReconstructor):
     def _check_params(self):
         super()._check_params()
         check_choice(self.functional, "functional", ("static", "dynamic", "predicted"))
+        check_choice(self.refine_checkpoint, "refine_checkpoint", REFINE_RULES)
         check_int(self.k_lap, "k_lap", min_value=1)
+        check_int(self.n_regimes, "n_regimes", min_value=1)
+        check_int(self.n_context, "n_context", min_value=0)
+
+    def _fit(self, patients, val):
+        if self.signed_unmixing and len({p["key"] for p in patients}) > 1:
+            raise ValueError("signed_unmixing learns coefficients per contact pair of one montage; "
+                             f"got {len(patients)} training montages (set signed_unmixing=False "
+                             "for cross-patient training)")
+        self.train_key_ = patients[0]["key"]
+        super()._fit(patients, val)
 
     def _functional(self, t, x, mask, key):
         if not self.use_functional:
@@ -621,7 +776,10 @@ class EpiTwin(_NeuralReconstructor):
         return EpiTwinGenerator(self.d_model, self.n_layers, self.n_heads, self.patch, self.k_lap,
                                 self.dropout, self.use_hspe, self.use_gfba, self.use_functional,
                                 max_patches=max(64, self.window // self.patch), seed=self.seed,
-                                geometry_start=self.geometry_start)
+                                geometry_start=self.geometry_start,
+                                mask_hidden_keys=self.mask_hidden_keys,
+                                signed_unmixing=self.signed_unmixing, n_regimes=self.n_regimes,
+                                n_context=self.n_context)
 
 
 class LaBraMStyleReconstructor(_NeuralReconstructor):
@@ -630,16 +788,17 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     MSE, trained from scratch with the same optimiser, masking and schedule as EpiTwin's stage 1.
     Parameters as :class:`EpiTwin` (``patch`` defaults to 128: full attention over N x L tokens
     is costlier). ``geometry_start`` gives it the same residual start as EpiTwin (zero decoder
-    plus the fixed inverse-distance interpolation), for parity (#36). ``device`` as in
-    :class:`EpiTwin`."""
+    plus the fixed inverse-distance interpolation), for parity. ``mask_hidden_keys`` and
+    ``device`` as in :class:`EpiTwin`."""
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 128,
                  epochs: int = 20, batch_size: int = 16, lr: float = 1e-3,
                  weight_decay: float = 1e-2, dropout: float = 0.1, window: int = 512,
                  stride: int = 256, mask_shafts: tuple = (1, 2), observed_weight: float = 0.1,
-                 seed: int = 0, geometry_start: bool = True, device="cpu"):
+                 seed: int = 0, geometry_start: bool = True, mask_hidden_keys: bool = True,
+                 device="cpu"):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
-        self.geometry_start, self.device = geometry_start, device
+        self.geometry_start, self.mask_hidden_keys, self.device = geometry_start, mask_hidden_keys, device
         self.epochs, self.batch_size, self.lr = epochs, batch_size, lr
         self.weight_decay, self.dropout, self.window, self.stride = weight_decay, dropout, window, stride
         self.mask_shafts, self.observed_weight, self.seed = mask_shafts, observed_weight, seed
@@ -651,4 +810,5 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     def _build(self):
         return LaBraMStyleTransformer(self.d_model, self.n_layers, self.n_heads, self.patch,
                                       self.dropout, max_patches=max(64, self.window // self.patch),
-                                      residual_start=self.geometry_start)
+                                      residual_start=self.geometry_start,
+                                      mask_hidden_keys=self.mask_hidden_keys)

@@ -85,7 +85,7 @@ def reconstruction_metrics(y_true, y_pred, fs: float, nperseg: int = 256) -> dic
     out["lsd"] = float(lsd.mean())
     # A ratio to the truth's power in a band is undefined when the truth has none there (a
     # constant or flat series): NaN with one RuntimeWarning naming the bands, never a silent
-    # NaN/inf (#33). "No power" is below FLAT_POWER_REL of the truth's mean square.
+    # NaN/inf. "No power" is below FLAT_POWER_REL of the truth's mean square.
     df = float(freqs[1] - freqs[0]) if len(freqs) > 1 else float(fs)
     floor = FLAT_POWER_REL * float(np.mean(a ** 2)) * a.shape[0]  # pooled over series
     undefined = []

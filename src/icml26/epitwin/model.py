@@ -38,10 +38,10 @@ from .spatial import distances, laplacian_pe
 
 __all__ = ["montage_tensors", "HybridSpatialPE", "IndexEmbedding", "GFBAttention",
            "EpiTwinGenerator", "MultiScaleDiscriminator", "LaBraMStyleTransformer",
-           "log_distance_logits", "bias_interpolation"]
+           "log_distance_logits", "bias_interpolation", "SignedUnmixing", "lagged_patches"]
 
 MAX_INDEX = 20
-# Geometry-aware start (#36, a Resolution, not from the paper). Fixed a priori from the issue's
+# Geometry-aware start (a Resolution, not from the paper). Fixed a priori from the issue's
 # diagnosis, not tuned on any split: the issue measured softmax(-2 ln d + 20 F) at 0.945 x IDW and
 # asked for lambda_h in 10-20; we take the middle, 15.
 LAMBDA_F0 = 15.0
@@ -49,6 +49,10 @@ LAMBDA_F0 = 15.0
 # closest cross-shaft neighbours in the synthetic montages are a few mm away, and the RBFs end at
 # 120 mm.
 LOG_FIT_RANGE_MM = (2.0, 120.0)
+# Signed unmixing read-out (a Resolution): the number of gated coefficient sets, fixed a
+# priori and not tuned: more than the synthetic worlds' two network states, so the number is
+# not read off the world.
+UNMIXING_REGIMES = 4
 
 
 def log_distance_logits(dist: torch.Tensor, eps_mm: float = 1e-3) -> torch.Tensor:
@@ -58,7 +62,7 @@ def log_distance_logits(dist: torch.Tensor, eps_mm: float = 1e-3) -> torch.Tenso
 
 
 def bias_interpolation(logits: torch.Tensor, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The attention-weighted raw-patch residual (#36): masked contact ``i`` gets
+    """The attention-weighted raw-patch residual: masked contact ``i`` gets
     ``sum_j softmax_j(logits_ij) x_j`` over observed contacts ``j``; observed contacts keep their
     input.
 
@@ -154,15 +158,23 @@ class _MHA(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None,
+                key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` (..., S, d); ``bias`` broadcastable to (..., H, S, S); ``key_mask`` bool,
+        broadcastable to (..., S), True = the key takes no part (every query must keep one)."""
         *lead, S, d = x.shape
         q, k, v = self.qkv(x).view(*lead, S, 3, self.h, self.dh).unbind(-3)
         q, k, v = (t.transpose(-2, -3) for t in (q, k, v))  # (..., H, S, dh)
         if bias is None:  # flat batch: the fused kernel is fastest on CPU
-            y = nnf.scaled_dot_product_attention(*(t.reshape(-1, self.h, S, self.dh) for t in (q, k, v)))
+            keep = (None if key_mask is None
+                    else (~key_mask).expand(*lead, S).reshape(-1, 1, 1, S))
+            y = nnf.scaled_dot_product_attention(
+                *(t.reshape(-1, self.h, S, self.dh) for t in (q, k, v)), attn_mask=keep)
             y = y.view(*lead, self.h, S, self.dh)
         else:  # broadcast the bias instead of materialising it per batch element
             logits = q @ k.transpose(-1, -2) / math.sqrt(self.dh) + bias.to(q.dtype)
+            if key_mask is not None:
+                logits = logits.masked_fill(key_mask[..., None, None, :], float("-inf"))
             y = logits.softmax(-1) @ v
         return self.out(y.transpose(-2, -3).reshape(*lead, S, d))
 
@@ -175,7 +187,7 @@ class GFBAttention(_MHA):
     to sum to 1; distances clipped at 120 mm) through an MLP 16 -> 16 -> H plus a linear
     read-out of the RBFs (the MLP's last layer starts at zero). With ``geometry_start=False``
     (the first reproduction) the read-out starts at ``-centre / 20``, so ``beta^h(d)`` is close
-    to ``-d / 20``, and ``lambda_h`` starts at 1. With ``geometry_start=True`` (#36, a
+    to ``-d / 20``, and ``lambda_h`` starts at 1. With ``geometry_start=True`` (a
     Resolution) the read-out starts at the least-squares fit of ``-2 ln d`` on
     ``LOG_FIT_RANGE_MM`` and ``lambda_h`` at ``LAMBDA_F0`` = 15, so that softmax of the bias alone
     is inverse-distance weighting sharpened by functional similarity. A Resolution (not from the
@@ -241,6 +253,87 @@ class GFBAttention(_MHA):
         return out
 
 
+def lagged_patches(x: torch.Tensor, lags) -> torch.Tensor:
+    """Lagged copies ``x(t + lag)`` of (B, N, T) windows -> (B, N * len(lags), T), edge-padded
+    within each window; feature ``n * len(lags) + k`` is contact ``n`` at ``lags[k]`` (the layout
+    of :func:`icml26.epitwin.baselines.lagged`)."""
+    B, N, T = x.shape
+    pad = min(max(abs(int(lag)) for lag in lags), T - 1)
+    xp = nnf.pad(x, (pad, pad), mode="replicate") if pad else x
+    idx = [pad + int(lag) for lag in lags]
+    if any(i < 0 or i + T > xp.shape[-1] for i in idx):  # a lag beyond the window: clip
+        t = torch.arange(T, device=x.device)
+        return torch.stack([x[..., (t + int(lag)).clamp(0, T - 1)] for lag in lags], 2).reshape(
+            B, N * len(lags), T)
+    return torch.stack([xp[..., i:i + T] for i in idx], 2).reshape(B, N * len(lags), T)
+
+
+class SignedUnmixing(nn.Module):
+    """Gated signed unmixing of the observed contacts' raw samples (a **Resolution, not from the
+    paper**).
+
+    GFBA's weights are a softmax (non-negative, summing to one) and its functional bias
+    ``|corr|`` has no sign, so the attention-weighted residual and every attention read-out are
+    convex combinations: they can interpolate but not *unmix* (subtract a neighbour's share of a
+    common source), which is what the best linear map does. This read-out adds, for a hidden
+    contact ``i`` at sample ``t`` in patch ``l``,
+
+        ``r_i(t) = sum_k pi_ilk sum_{j observed} sum_lag M^k_{i,j,lag} x_j(t + lag)``
+
+    with ``M^k`` learned **signed** coefficients per contact pair and lag (a signed value
+    projection per pair; ``K = n_regimes`` sets of them, all starting at zero, so the step-0
+    output is unchanged) and ``pi_il = softmax(W LN(h_il))`` a gate read from the hidden token's
+    final state, which the transformer computes from the observed signals: the map can change
+    with the network state the observed contacts reveal. The pair coefficients belong to one
+    montage (contact ``i`` of the montage is row ``i``), like the LaBraM-style index embedding.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the tokens the gate reads.
+    n_regimes : int
+        Number of coefficient sets ``K`` the gate chooses between.
+    lags : sequence of int
+        Sample lags (default: the ridge baseline's).
+    max_contacts : int
+        Largest montage.
+
+    Examples
+    --------
+    >>> import torch
+    >>> u = SignedUnmixing(8, n_regimes=2, max_contacts=6)
+    >>> h, x = torch.randn(1, 5, 4, 8), torch.randn(1, 5, 64)
+    >>> mask = torch.tensor([[True, False, False, False, False]])
+    >>> u(h, x, mask).abs().max().item()   # zero coefficients at the start
+    0.0
+    """
+
+    def __init__(self, d_model: int, n_regimes: int = UNMIXING_REGIMES, lags=(-4, -2, 0, 2, 4),
+                 max_contacts: int = 256):
+        super().__init__()
+        if n_regimes < 1:
+            raise ValueError(f"n_regimes must be >= 1, got {n_regimes}")
+        self.lags = tuple(int(lag) for lag in lags)
+        if not self.lags:
+            raise ValueError("lags must not be empty")
+        self.coef = nn.Parameter(torch.zeros(n_regimes, max_contacts, max_contacts, len(self.lags)))
+        self.gate = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_regimes))
+
+    def forward(self, h: torch.Tensor, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``h`` (B, N, L, d) final tokens, ``x`` (B, N, T) inputs with hidden rows at zero,
+        ``mask`` (B, N) True = hidden. Returns (B, N, T), zero on observed contacts."""
+        B, N, T = x.shape
+        K, max_n = self.coef.shape[0], self.coef.shape[1]
+        if N > max_n:
+            raise ValueError(f"montage has {N} contacts, more than max_contacts={max_n}")
+        M = self.coef[:, :N, :N].reshape(K, N, N * len(self.lags)).to(x.dtype)
+        per_regime = torch.einsum("kif,bft->bkit", M, lagged_patches(x, self.lags))  # (B, K, N, T)
+        gate = self.gate(h).softmax(-1).to(x.dtype)                    # (B, N, L, K)
+        gate = gate.repeat_interleave(T // h.shape[2], dim=2)         # (B, N, T, K)
+        out = (per_regime.permute(0, 2, 3, 1) * gate).sum(-1)
+        return out * mask[..., None].to(x.dtype)
+
+
 def _ffn(d_model: int, dropout: float) -> nn.Sequential:
     return nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Dropout(dropout),
                          nn.Linear(4 * d_model, d_model))
@@ -260,10 +353,12 @@ class _Block(nn.Module):
         self.ffn = _ffn(d_model, dropout)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, h, bias):  # h: (B, N, L, d); bias: (B or 1, H, N, N) or None
+    def forward(self, h, bias, key_mask=None):
+        # h: (B, N, L, d); bias: (B or 1, H, N, N) or None; key_mask: (B, N) bool, True = hidden
         s = self.norms[0](h).transpose(1, 2)  # (B, L, N, d)
         b = None if bias is None else bias.unsqueeze(1)
-        h = h + self.drop(self.spatial(s, b)).transpose(1, 2)
+        km = None if key_mask is None else key_mask[:, None, :]  # the same for every patch
+        h = h + self.drop(self.spatial(s, b, km)).transpose(1, 2)
         h = h + self.drop(self.temporal(self.norms[1](h)))
         return h + self.drop(self.ffn(self.norms[2](h)))
 
@@ -293,7 +388,7 @@ class _PatchCodec(nn.Module):
         self.mask_token = nn.Parameter(torch.randn(d_model) * 0.02)
         self.norm = nn.LayerNorm(d_model)
         self.decode = nn.Linear(d_model, patch)
-        if zero_decoder:  # #36: the output starts at the residual interpolation
+        if zero_decoder:  # the output starts at the residual interpolation
             nn.init.zeros_(self.decode.weight)
             nn.init.zeros_(self.decode.bias)
 
@@ -329,19 +424,45 @@ class EpiTwinGenerator(nn.Module):
     use_hspe, use_gfba, use_functional : bool
         Ablation switches (HSPE vs index embedding, GFBA vs plain attention, functional term).
     geometry_start : bool
-        #36's start (a Resolution): GFBA's read-out at the fit of ``-2 ln d``, ``lambda_h`` =
+        The geometry start (a Resolution): GFBA's read-out at the fit of ``-2 ln d``, ``lambda_h`` =
         ``LAMBDA_F0``, a zero-initialised decoder and the residual
         ``softmax_j(mean_h bias^h_ij) x_j`` over observed contacts, with the first layer's
         (learnable) GFBA bias; without GFBA the residual uses the fixed ``-2 ln d`` (IDW).
         At step 0 the output is that interpolation exactly.
+    mask_hidden_keys : bool
+        Hidden contacts take no part as keys in the spatial attention (default): a hidden
+        contact's token is the signal-free ``[MASK]`` vector, so attending to it carries no
+        information about the window, and with GFBA's same-shaft and functional biases the
+        hidden queries of a shaft would attend almost only to each other (measured: 0.997 of
+        the mass at the geometry start on the routing world), cutting the transformer path off
+        from the observed signals. ``False`` restores that behaviour (for comparison).
+    signed_unmixing : bool
+        Add the :class:`SignedUnmixing` read-out (a Resolution, not from the paper): signed
+        per-pair, per-lag coefficients on the observed contacts' raw samples, gated by the
+        hidden tokens' final state; starts at zero.
+    n_regimes, unmixing_lags :
+        Its number of gated coefficient sets and its lags.
+    n_context : int
+        Number of known context labels (e.g. a network state) the model may be given per
+        patch; each adds a learned vector to every token of that patch. 0 (default): none. Used
+        by the positive control that gives the model the true state.
     """
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 32,
                  k_lap: int = 8, dropout: float = 0.1, use_hspe: bool = True,
                  use_gfba: bool = True, use_functional: bool = True, max_patches: int = 64,
-                 max_contacts: int = 256, seed: int = 0, geometry_start: bool = False):
+                 max_contacts: int = 256, seed: int = 0, geometry_start: bool = False,
+                 mask_hidden_keys: bool = True, signed_unmixing: bool = False,
+                 n_regimes: int = UNMIXING_REGIMES, unmixing_lags=(-4, -2, 0, 2, 4), n_context: int = 0):
         super().__init__()
         self.patch, self.use_hspe, self.use_gfba = int(patch), use_hspe, use_gfba
+        self.mask_hidden_keys = bool(mask_hidden_keys)
+        self.unmixing = (SignedUnmixing(d_model, n_regimes, unmixing_lags, max_contacts)
+                         if signed_unmixing else None)
+        self.n_context = int(n_context)
+        self.context = nn.Embedding(self.n_context, d_model) if self.n_context else None
+        if self.context is not None:
+            nn.init.normal_(self.context.weight, std=0.02)
         self.geometry_start = bool(geometry_start)
         self.codec = _PatchCodec(d_model, self.patch, max_patches, zero_decoder=geometry_start)
         self.identity = (HybridSpatialPE(d_model, k_lap, seed=seed) if use_hspe
@@ -350,7 +471,7 @@ class EpiTwinGenerator(nn.Module):
                                             geometry_start) for _ in range(n_layers)])
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, montage: dict,
-                F: torch.Tensor | None = None) -> torch.Tensor:
+                F: torch.Tensor | None = None, context: torch.Tensor | None = None) -> torch.Tensor:
         """Reconstruct every contact.
 
         Parameters
@@ -363,6 +484,8 @@ class EpiTwinGenerator(nn.Module):
             From :func:`montage_tensors`.
         F : tensor (N, N) or (B, N, N), optional
             Functional similarity (GFBA's functional bias).
+        context : long tensor (B, L), optional
+            Known context label of every patch (required when ``n_context > 0``).
 
         Returns
         -------
@@ -370,6 +493,14 @@ class EpiTwinGenerator(nn.Module):
         """
         _check_inputs(x, mask, self.patch)
         h = self.codec.encode(x, mask)
+        if (context is None) != (self.context is None):
+            raise ValueError(f"context must be given exactly when n_context > 0 (n_context="
+                             f"{self.n_context}, context {'missing' if context is None else 'given'})")
+        if context is not None:
+            if tuple(context.shape) != (h.shape[0], h.shape[2]):
+                raise ValueError(f"context must have shape (B, L) = {(h.shape[0], h.shape[2])}, "
+                                 f"got {tuple(context.shape)}")
+            h = h + self.context(context)[:, None].to(h.dtype)
         if self.use_hspe:
             ident = self.identity(montage["pos"].to(x.dtype), montage["lap"].to(x.dtype),
                                   montage["region"], montage["tissue"], montage["index"])
@@ -378,18 +509,22 @@ class EpiTwinGenerator(nn.Module):
         h = h + ident[None, :, None, :].to(h.dtype)
         dist = montage["dist"].to(x.dtype)
         first_bias = None
+        key_mask = mask if self.mask_hidden_keys else None
         for block in self.blocks:
             bias = block.spatial.bias(dist, montage["same_shaft"], F) if self.use_gfba else None
             if bias is not None and bias.ndim == 3:
                 bias = bias[None]
             if first_bias is None:
                 first_bias = bias
-            h = block(h, bias)
+            h = block(h, bias, key_mask)
         out = self.codec.reconstruct(h)
+        observed = x.masked_fill(mask[..., None], 0.0)
         if self.geometry_start:
             logits = (log_distance_logits(dist) if first_bias is None or first_bias.ndim < 3
                       else first_bias.mean(-3))
-            out = out + bias_interpolation(logits, x.masked_fill(mask[..., None], 0.0), mask)
+            out = out + bias_interpolation(logits, observed, mask)
+        if self.unmixing is not None:
+            out = out + self.unmixing(h, observed, mask)
         return out
 
 
@@ -463,17 +598,20 @@ class LaBraMStyleTransformer(nn.Module):
     a temporal embedding (no 3-D geometry, no shaft structure), a vanilla pre-LN transformer with
     full attention over all N x L tokens, and a linear patch decoder; masked contacts get the
     [MASK] token. Written after Jiang et al. (ICLR 2024) / ``braindecode.models.Labram``, trained
-    from scratch (no pretrained weights offline). With ``residual_start=True`` (#36, for parity
+    from scratch (no pretrained weights offline). With ``residual_start=True`` (for parity
     with EpiTwin's geometry-aware start) the decoder starts at zero and the output adds the fixed
     inverse-distance interpolation ``softmax_j(-2 ln d_ij) x_j`` of the observed contacts (needs
-    ``montage["dist"]``)."""
+    ``montage["dist"]``). With ``mask_hidden_keys=True`` (default) the hidden contacts' tokens
+    take no part as keys (they carry the signal-free [MASK] vector; see
+    :class:`EpiTwinGenerator`)."""
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 128,
                  dropout: float = 0.1, max_patches: int = 64, max_contacts: int = 256,
-                 residual_start: bool = False):
+                 residual_start: bool = False, mask_hidden_keys: bool = True):
         super().__init__()
         self.patch = int(patch)
         self.residual_start = bool(residual_start)
+        self.mask_hidden_keys = bool(mask_hidden_keys)
         self.codec = _PatchCodec(d_model, self.patch, max_patches, zero_decoder=residual_start)
         self.channel = IndexEmbedding(d_model, max_contacts)
         self.attn = nn.ModuleList([_MHA(d_model, n_heads, dropout) for _ in range(n_layers)])
@@ -487,8 +625,9 @@ class LaBraMStyleTransformer(nn.Module):
         h = self.codec.encode(x, mask) + self.channel(x.shape[1], device=x.device)[None, :, None]
         B, N, L, d = h.shape
         h = h.reshape(B, N * L, d)
+        key_mask = mask.repeat_interleave(L, dim=1) if self.mask_hidden_keys else None  # (B, N L)
         for i, (attn, ffn) in enumerate(zip(self.attn, self.ffn)):
-            h = h + self.drop(attn(self.norms[2 * i](h)))
+            h = h + self.drop(attn(self.norms[2 * i](h), key_mask=key_mask))
             h = h + self.drop(ffn(self.norms[2 * i + 1](h)))
         out = self.codec.reconstruct(h.reshape(B, N, L, d))
         if self.residual_start:
