@@ -787,6 +787,7 @@ def summarize_tiny(jobs: list, config: TinyConfig) -> Result:
 
 EXPERIMENT = register(Experiment(
     slug="accessibility",
+    headline='profile/E1(c) weak access: median_P Â_8 / Â_8(L)',   # the abstract's main claim tested by the default parts
     title="Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs",
     reference="Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs, ICML 2026 "
               "(poster 60763; authors not listed in the material we could read).",

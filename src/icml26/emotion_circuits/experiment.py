@@ -439,6 +439,7 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
 
 EXPERIMENT = register(Experiment(
     slug="emotion_circuits",
+    headline='planted/VEENA: sample HIT gain (points)',   # the abstract's main claim tested by the default parts
     title="Interpreting and Enhancing Emotional Circuits in Large Vision-Language Models via Cross-Modal "
           "Information Flow",
     parts=[

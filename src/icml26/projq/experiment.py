@@ -685,6 +685,7 @@ SCALING_FULL = ScalingConfig()
 
 EXPERIMENT = register(Experiment(
     slug="projq",
+    headline='E1/E1 b=2 r=64 median rho_r(GPTQ)/rho_r(ProjQ), held-out',   # the abstract's main claim tested by the default parts
     title="ProjQ: Project-and-Quantize for Adapter-Aware LLM Compression",
     parts=[
         Part(name="E1", run=run_layerwise, summarize=summarize_layerwise, tasks=layerwise_tasks,

@@ -598,6 +598,7 @@ def summarize_overhead(jobs, config: OverheadConfig) -> Result:
 
 EXPERIMENT = register(Experiment(
     slug="rai",
+    headline='glyphsafe/1. RAI image-attack ASR / no-defense ASR',   # the abstract's main claim tested by the default parts
     title="Risk Awareness Injection: Calibrating Vision-Language Models for Safety without Compromising Utility",
     parts=[
         Part(name="glyphsafe", run=run_glyphsafe, summarize=summarize_glyphsafe,

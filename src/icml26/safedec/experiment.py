@@ -691,6 +691,7 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
 
 EXPERIMENT = register(Experiment(
     slug="safedec",
+    headline='main/E1(b) HCD satisfaction, min over seeds and families (%)',   # the abstract's main claim tested by the default parts
     title="SafeDec: Constrained Decoding for Safe Autoregressive Generalist Robot Navigation Policies",
     reference=PAPER,
     claims=[

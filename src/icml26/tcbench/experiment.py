@@ -438,6 +438,7 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
 
 EXPERIMENT = register(Experiment(
     slug="tcbench",
+    headline='paradox/B1 E1 intense median ξ_stat / max(E4, E5)',   # the abstract's main claim tested by the default parts
     title="The Perception–Physics Paradox: Probing Scientific Alignment with TC-Bench",
     parts=[
         Part(name="protocol", run=run_protocol, summarize=summarize_protocol,

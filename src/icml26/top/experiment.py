@@ -985,6 +985,7 @@ SCALING_FULL = ScalingConfig()
 
 EXPERIMENT = register(Experiment(
     slug="top",
+    headline='E2/E2 graded NDCG@10 TOP head − NTP logits',   # the abstract's main claim tested by the default parts
     title="Predicting the Order of Upcoming Tokens Improves Language Modeling",
     parts=[
         Part(name="E1", run=run_star, summarize=summarize_star_a, quick=STAR_QUICK, full=STAR_FULL,
