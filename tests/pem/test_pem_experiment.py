@@ -15,8 +15,7 @@ def experiment():
 
 
 def _by_id(outcome):
-    outcome.claims_by_name()                            # raises on a failed job or summarize
-    return {c.id: c for c in outcome.result.claims}
+    return outcome.claims_by_id()               # raises on a failed job or summarize
 
 
 def test_e1_quick_builds_every_table_claim_with_its_controls(experiment):

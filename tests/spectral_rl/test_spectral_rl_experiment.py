@@ -15,8 +15,7 @@ def experiment():
 
 
 def _by_id(outcome):
-    outcome.claims_by_name()                       # raises on a failed job or summarize
-    return {c.id: c for c in outcome.result.claims}
+    return outcome.claims_by_id()               # raises on a failed job or summarize
 
 
 def test_bounds_quick_checks_pass_and_b1_is_earned_against_random_features(experiment):

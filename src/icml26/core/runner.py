@@ -71,6 +71,12 @@ class PartOutcome:
             raise RuntimeError(f"{self.part}: summarize failed:\n{self.summarize_error}")
         return {c.name: c for c in self.result.claims}
 
+    def claims_by_id(self) -> dict:
+        """The claims keyed by id (``part/measurement``, from the claim table); raises like
+        :meth:`claims_by_name`."""
+        self.claims_by_name()
+        return {c.id: c for c in self.result.claims}
+
 
 @dataclass
 class ExperimentOutcome:
