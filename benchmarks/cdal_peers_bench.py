@@ -4,7 +4,7 @@ full; the reuse of X_v W_v across the iteration is in both).
 
 CDAL does more than k-means (projections, anchors, the fairness graph step, then its own k-means
 on the anchor embedding): the ratio CDAL / KMeans is the cost of the method's own work, reported
-as measured, not a target it can meet by construction. The old/new ratio is the #42 fix.
+as measured, not a target it can meet by construction. The old/new ratio is the fast-path saving.
 Preset "rotated" (3 views, 4 clusters, 2 groups), CDAL(4) defaults (λ = 100), one thread, CPU
 time, interleaved repeats (``benchmarks/peers.py``). Run ``python benchmarks/cdal_peers_bench.py``
 or ``pytest benchmarks/cdal_peers_bench.py``.

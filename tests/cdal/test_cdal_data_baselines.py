@@ -80,3 +80,17 @@ def test_residualised_kmeans_is_balanced_under_a_pure_offset():
     assert balance(labels, data.groups) > 0.7
     X = np.hstack(prepare_views(data.views).data)
     assert np.abs(X[data.groups == 0].mean(0) - X[data.groups == 1].mean(0)).max() > 0.5
+
+
+def test_fits_leave_the_global_random_state_alone():
+    import numpy as np
+
+    from icml26.cdal import CDAL, make_preset
+    from icml26.cdal.baselines import LMVSC, AnchorMVC, ResidualizedKMeans
+
+    data = make_preset("rotated", seed=0, n=300)
+    before = np.random.get_state()[1].copy()
+    for model in (CDAL(4, random_state=0), AnchorMVC(4, random_state=0), LMVSC(4, random_state=0),
+                  ResidualizedKMeans(4, random_state=0)):
+        model.fit(data.views, sensitive=data.groups)
+    assert np.array_equal(np.random.get_state()[1], before)

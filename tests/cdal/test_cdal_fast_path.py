@@ -1,4 +1,4 @@
-"""The per-view residual without full-size temporaries (#42): ‖X‖² − 2⟨XW, L⟩ + ⟨LᵀL, WᵀW⟩
+"""The per-view residual without full-size temporaries: ‖X‖² − 2⟨XW, L⟩ + ⟨LᵀL, WᵀW⟩
 equals the direct ‖X − LWᵀ‖² on fixed inputs, and a whole fit takes the same path."""
 
 import numpy as np

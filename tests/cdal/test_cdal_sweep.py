@@ -1,4 +1,4 @@
-"""Bad inputs over cdal's public entry points (#33): the shared sweep plus ``project_simplex``
+"""Bad inputs over cdal's public entry points: the shared sweep plus ``project_simplex``
 with NaN (it used to pass NaN through)."""
 
 import numpy as np

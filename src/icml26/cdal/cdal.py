@@ -178,7 +178,7 @@ def project_simplex(V: np.ndarray) -> np.ndarray:
     >>> project_simplex(np.array([[0.5, 0.5], [2.0, 0.0], [-1.0, -3.0]])).tolist()
     [[0.5, 0.5], [1.0, 0.0], [1.0, 0.0]]
     """
-    V = np.atleast_2d(check_finite_array(V, "V", dtype=float))  # NaN used to pass through (#33)
+    V = np.atleast_2d(check_finite_array(V, "V", dtype=float))
     if V.ndim != 2:
         raise ValueError(f"V must be a vector or a 2-D array (n, m), got shape {V.shape}")
     m = V.shape[1]
@@ -244,7 +244,7 @@ def _view_residuals(Xs, sq_norms, XW, W, latent) -> np.ndarray:
 
     Expanded as ``‖X_v‖² − 2⟨X_v W_v, L⟩ + ⟨LᵀL, W_vᵀW_v⟩`` with ``‖X_v‖²`` cached and
     ``X_v W_v`` already computed for the next anchor step (``W_vᵀW_v = I`` for the orthonormal
-    Procrustes projections, kept general here). The direct form was 33 % of a fit (#42); the
+    Procrustes projections, kept general here). The direct form was 33 % of a fit; the
     two agree to round-off relative to ``‖X_v‖²`` (tested).
     """
     LtL = latent.T @ latent
@@ -475,7 +475,7 @@ class CDAL(ClusterMixin, BaseEstimator):
         self.view_weights_ = alpha
         self.objective_ = objective
         self.n_iter_ = len(objective)
-        # share of samples whose dominant (argmax) anchor changed between iteration 1 and the last (#39)
+        # share of samples whose dominant (argmax) anchor changed between iteration 1 and the last
         self.dominant_anchor_change_ = float(np.mean(np.argmax(Zc, axis=1) != dominant_first))
         self.hsic_ = between_group_scatter(self.anchor_graph_, codes) / n
         self.groups_ = categories
