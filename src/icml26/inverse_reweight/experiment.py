@@ -428,6 +428,7 @@ def summarize_scaling(jobs: list, config: ScalingConfig) -> Result:
 
 EXPERIMENT = register(Experiment(
     slug="inverse_reweight",
+    headline='E1/ρ=100: top-1 ILR − best strong baseline (points)',   # the abstract's main claim tested by the default parts
     title=TITLE,
     reference=REFERENCE,
     claims=[
