@@ -66,7 +66,7 @@ class PlantedConfig:
     n_neurons: int = 4
     betas: tuple = BETAS        # (β, γ) picked on the analysis split (dev); empty: use beta, gamma
     gammas: tuple = GAMMAS
-    utility_tolerance: float | None = UTILITY_TOLERANCE   # None: the old rule (highest dev HIT)
+    utility_tolerance: float = UTILITY_TOLERANCE   # inf: the old rule (highest dev HIT, no constraint)
     toy: str = "shared"         # toy description: "shared" (original) or "slotted" (see toy.DESCRIPTIONS)
 
 
@@ -74,7 +74,7 @@ def pick_setting(model, dev, candidates, seed: int, tolerance: float | None = UT
     """The dev rule: ``candidates`` is a list of ``(setting, edits)``; returns the setting with the
     highest dev sample HIT among those whose dev object-word accuracy is within ``tolerance`` of
     vanilla's (ties: first in order; none admissible: the highest accuracy), and the grid rows.
-    ``tolerance=None`` drops the constraint (highest dev HIT), as does a world without objects."""
+    ``tolerance=None`` or ``inf`` drops the constraint (highest dev HIT), as does a world without objects."""
     base = behaviour(model, dev, WHEEL, N_GENERATED, seed)
     grid = []
     for setting, edits in candidates:
