@@ -111,9 +111,12 @@ def expected_hit_rate(adapter, prompts, continuation, labels, wheel, edits=()) -
     return (probs * on_label[:, None, :]).sum(-1).mean(1)
 
 
-def behaviour(model, pairs, wheel, n_tokens: int, seed: int, edits=(), prompts: str = "emotional") -> dict:
+def behaviour(model, pairs, wheel, n_tokens: int, seed: int, edits=(), prompts: str = "emotional",
+              per_sample: bool = False) -> dict:
     """Mean token hit rate ``H``, sample ``HIT``, joy-hallucination rate (non-joy samples whose
-    predicted set contains joy, ``wheel`` category 0) and object-word accuracy of one condition."""
+    predicted set contains joy, ``wheel`` category 0) and object-word accuracy of one condition;
+    with ``per_sample``, also the per-sample lists ``HIT_s``, ``H_s``, ``H_tone_s`` and the mean
+    ``H_tone`` (𝓗 over the odd, tone-slot positions)."""
     adapter = HFAdapter.wrap(model)
     pairs = pairs.to(adapter.device)
     x = pairs.emotional if prompts == "emotional" else pairs.neutral
@@ -124,6 +127,13 @@ def behaviour(model, pairs, wheel, n_tokens: int, seed: int, edits=(), prompts: 
     if pairs.objects is not None and pairs.object_token_ids is not None:
         target = pairs.object_token_ids[pairs.objects]
         stats["object_accuracy"] = float((out["ids"] == target[:, None]).any(1).float().mean())
+    if per_sample:
+        # 𝓗 over the tone slots only (odd generated positions: the only ones of the "slotted"
+        # description that can hold an emotion word).
+        tone = _categories(adapter, out["ids"], wheel)[:, 1::2]
+        h_tone = hit_rate(tone, pairs.labels, len(wheel))
+        stats.update({"H_tone": float(h_tone.mean()), "HIT_s": out["HIT"].tolist(), "H_s": out["H"].tolist(),
+                      "H_tone_s": h_tone.tolist()})
     return stats
 
 

@@ -27,8 +27,10 @@ import pandas as pd
 import torch
 
 from icml26.core.device import cpu_only, job_device, uses_device
-from icml26.core.experiment import Claim, Experiment, Part, Result, register
-from icml26.core.stats import loglog_slope, summary_table
+from icml26.core.claims import Measurement
+from icml26.core.experiment import Experiment, Part, Result, register
+from icml26.core.figures import subplots
+from icml26.core.stats import loglog_slope, paired_mean_interval, summary_table
 
 from .baselines import attention_head_scores, pai_edits, random_circuit, steering_edit
 from .circuits import CircuitLocalizer, SteeringVectors, behaviour, select_circuit
@@ -37,12 +39,23 @@ from .interventions import VEENA
 from .toy import N_GENERATED, WHEEL, ToyLVLM, make_pairs
 
 CONDITIONS = ["vanilla", "VEENA", "VEE only", "ENA only", "random components", "PAI-style (all heads)",
-              "steering addition"]
+              "PAI-style at VEENA's β", "steering addition"]
+
+
+#: Pre-registered (β, γ) grid, written before the test split ran: the old grid stopped at β = 3,
+#: the value every seed chose, so it is extended to 5, 8 and 12.
+BETAS = (1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0)
+GAMMAS = (1.5, 2.0, 3.0)
+#: Utility constraint of the dev rule: a setting is admissible when its dev object-word accuracy
+#: is at most this far (a fraction, 2 points) below the vanilla dev accuracy, the same margin as
+#: the "narrative preserved" claim. Among admissible settings the highest dev HIT wins (ties:
+#: first in grid order); when none is admissible, the one with the highest dev accuracy.
+UTILITY_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True)
 class PlantedConfig:
-    n_pairs: int = 400          # first half analysis, second half test
+    n_pairs: int = 400          # first half analysis (dev), second half test
     tau: float = 0.1
     alpha_rel: float = 1.0
     n_gen_positions: int = 8
@@ -51,23 +64,53 @@ class PlantedConfig:
     n_mid: int = 4
     n_deep: int = 2
     n_neurons: int = 4
-    betas: tuple = (1.25, 1.5, 2.0, 3.0)     # (β, γ) picked on the analysis split (dev); empty: use beta, gamma
-    gammas: tuple = (1.5, 2.0, 3.0)
+    betas: tuple = BETAS        # (β, γ) picked on the analysis split (dev); empty: use beta, gamma
+    gammas: tuple = GAMMAS
+    utility_tolerance: float = UTILITY_TOLERANCE   # inf: the old rule (highest dev HIT, no constraint)
     toy: str = "shared"         # toy description: "shared" (original) or "slotted" (see toy.DESCRIPTIONS)
 
 
-def pick_beta_gamma(model, circuit, dev, betas, gammas, seed: int, default=(2.0, 2.0)) -> tuple:
-    """The (β, γ) of the grid with the highest sample HIT on ``dev`` (ties: first in grid order)."""
+def pick_setting(model, dev, candidates, seed: int, tolerance: float | None = UTILITY_TOLERANCE):
+    """The dev rule: ``candidates`` is a list of ``(setting, edits)``; returns the setting with the
+    highest dev sample HIT among those whose dev object-word accuracy is within ``tolerance`` of
+    vanilla's (ties: first in order; none admissible: the highest accuracy), and the grid rows.
+    ``tolerance=None`` or ``inf`` drops the constraint (highest dev HIT), as does a world without objects."""
+    base = behaviour(model, dev, WHEEL, N_GENERATED, seed)
+    grid = []
+    for setting, edits in candidates:
+        r = behaviour(model, dev, WHEEL, N_GENERATED, seed, edits=edits)
+        grid.append({**setting, "HIT": r["HIT"], "object_accuracy": r.get("object_accuracy", float("nan"))})
+    if tolerance is None or "object_accuracy" not in base:
+        admissible = grid
+    else:
+        admissible = [g for g in grid if g["object_accuracy"] >= base["object_accuracy"] - tolerance - 1e-12]
+    if admissible:
+        best = max(admissible, key=lambda g: g["HIT"])
+    else:
+        best = max(grid, key=lambda g: g["object_accuracy"])
+    return best, grid
+
+
+def pick_beta_gamma(model, circuit, dev, betas, gammas, seed: int, default=(2.0, 2.0),
+                    tolerance: float | None = UTILITY_TOLERANCE) -> tuple:
+    """VEENA's (β, γ) by :func:`pick_setting` over the grid ``betas × gammas`` on ``dev``."""
     if not betas or not gammas:
         return default, []
-    grid = []
-    for beta in betas:
-        for gamma in gammas:
-            v = VEENA(circuit["mid_heads"], circuit["deep_heads"], circuit["neurons"], beta, gamma)
-            hit = behaviour(model, dev, WHEEL, N_GENERATED, seed, edits=v.edits(model, dev.visual_mask, dev.query_pos))["HIT"]
-            grid.append({"beta": beta, "gamma": gamma, "HIT": hit})
-    best = max(grid, key=lambda r: r["HIT"])
+    vm, n = dev.visual_mask, dev.query_pos
+    cands = [({"beta": b, "gamma": g}, VEENA(circuit["mid_heads"], circuit["deep_heads"], circuit["neurons"],
+                                             b, g).edits(model, vm, n)) for b in betas for g in gammas]
+    best, grid = pick_setting(model, dev, cands, seed, tolerance)
     return (best["beta"], best["gamma"]), grid
+
+
+def pick_pai_beta(model, dev, betas, seed: int, default: float = 2.0,
+                  tolerance: float | None = UTILITY_TOLERANCE) -> tuple:
+    """The PAI-style competitor's β by the same rule and the same β grid on the same dev split."""
+    if not betas:
+        return default, []
+    cands = [({"beta": b}, pai_edits(model, b, dev.query_pos, dev.visual_mask)) for b in betas]
+    best, grid = pick_setting(model, dev, cands, seed, tolerance)
+    return best["beta"], grid
 
 
 def _auroc(scores: np.ndarray, positive: np.ndarray) -> float:
@@ -76,24 +119,32 @@ def _auroc(scores: np.ndarray, positive: np.ndarray) -> float:
     return float(roc_auc_score(positive.astype(int), scores))
 
 
-def _interventions(model, circuit, localizer, scan, test, cfg, seed, beta, gamma) -> dict:
+def _interventions(model, circuit, localizer, scan, test, cfg, seed, beta, gamma, pai_beta) -> dict:
     vm, n = test.visual_mask, test.query_pos
-    cfg = replace(cfg, beta=beta, gamma=gamma)
     rand = random_circuit(model, circuit, seed)
     best_layer = int(scan.sort_values("C", ascending=False).iloc[0]["layer"])
+    veena = lambda ids, b, g: VEENA(ids["mid_heads"], ids["deep_heads"], ids["neurons"], b, g)  # noqa: E731
     plans = {
         "vanilla": [],
-        "VEENA": VEENA(circuit["mid_heads"], circuit["deep_heads"], circuit["neurons"], cfg.beta, cfg.gamma),
-        "VEE only": VEENA(circuit["mid_heads"], circuit["deep_heads"], circuit["neurons"], cfg.beta, 1.0),
-        "ENA only": VEENA(circuit["mid_heads"], circuit["deep_heads"], circuit["neurons"], 1.0, cfg.gamma),
-        "random components": VEENA(rand["mid_heads"], rand["deep_heads"], rand["neurons"], cfg.beta, cfg.gamma),
-        "PAI-style (all heads)": pai_edits(model, cfg.beta, n, vm),
+        "VEENA": veena(circuit, beta, gamma),
+        "VEE only": veena(circuit, beta, 1.0),
+        "ENA only": veena(circuit, 1.0, gamma),
+        "random components": veena(rand, beta, gamma),
+        "PAI-style (all heads)": pai_edits(model, pai_beta, n, vm),
+        "PAI-style at VEENA's β": pai_edits(model, beta, n, vm),
         "steering addition": [steering_edit(localizer, best_layer, n)],
     }
     out = {}
     for name, plan in plans.items():
         edits = plan.edits(model, vm, n) if isinstance(plan, VEENA) else plan
-        out[name] = behaviour(model, test, WHEEL, N_GENERATED, seed, edits=edits)
+        out[name] = behaviour(model, test, WHEEL, N_GENERATED, seed, edits=edits, per_sample=True)
+    # Diagnostic sweep on the test split (reported, never used to choose): VEENA and PAI-style at
+    # every β of the grid (VEENA at the chosen γ).
+    out["_sweep"] = [{"beta": b,
+                      "VEENA": behaviour(model, test, WHEEL, N_GENERATED, seed,
+                                         edits=veena(circuit, b, gamma).edits(model, vm, n)),
+                      "PAI": behaviour(model, test, WHEEL, N_GENERATED, seed, edits=pai_edits(model, b, n, vm))}
+                     for b in (cfg.betas or (beta,))]
     out["_random_circuit"] = {k: [list(x) for x in v] for k, v in rand.items() if k != "l_emo"}
     return out
 
@@ -119,6 +170,12 @@ def run_planted(config: PlantedConfig, seed: int) -> dict:
     adapt = NeuronScale(0, [k for _, k in gt["adapt_neurons"]], 0.0, None)
     ablated = behaviour(model, test, WHEEL, N_GENERATED, seed, edits=[adapt])
     no_cue = behaviour(model, test, WHEEL, N_GENERATED, seed, prompts="neutral")
+    # Negative control: as many random layer-0 neurons (not adapt neurons) ablated.
+    adapt_ids = {k for _, k in gt["adapt_neurons"]}
+    others = [k for k in range(model.n_neurons) if k not in adapt_ids]
+    rng = np.random.default_rng([seed, 7])
+    rand_adapt = [int(k) for k in rng.choice(others, size=len(adapt_ids), replace=False)]
+    rand_ablated = behaviour(model, test, WHEEL, N_GENERATED, seed, edits=[NeuronScale(0, rand_adapt, 0.0, None)])
 
     # Heads vs ground truth (general heads excluded from the ranking, as in the acceptance test).
     key = list(zip(heads["layer"], heads["head"]))
@@ -134,8 +191,11 @@ def run_planted(config: PlantedConfig, seed: int) -> dict:
     spec = dict(zip(key, heads["specificity"]))
     esn = set(gt["esn"])
     (beta, gamma), dev_grid = pick_beta_gamma(model, circuit, analysis, config.betas, config.gammas, seed,
-                                              (config.beta, config.gamma))
-    interventions = _interventions(model, circuit, loc, scan, test, config, seed, beta, gamma)
+                                              (config.beta, config.gamma), config.utility_tolerance)
+    pai_beta, pai_grid = pick_pai_beta(model, analysis, config.betas, seed, config.beta, config.utility_tolerance)
+    interventions = _interventions(model, circuit, loc, scan, test, config, seed, beta, gamma, pai_beta)
+    dev_vanilla = behaviour(model, analysis, WHEEL, N_GENERATED, seed)
+    rand_neurons = random_circuit(model, circuit, seed)["neurons"]
     return {
         "layer_C": scan["C"].tolist(), "layer_alpha": scan["alpha"].tolist(), "S_norm": scan["S_norm"].tolist(),
         "head_score": heads["score"].tolist(), "head_intention": heads["intention"].tolist(),
@@ -150,20 +210,18 @@ def run_planted(config: PlantedConfig, seed: int) -> dict:
         "spec_general": float(np.mean([spec[h] for h in gt["general_heads"]])),
         "spec_general_max": float(np.max([spec[h] for h in gt["general_heads"]])),
         "esn_recall_at_4": float(np.mean([n in esn for n in circuit["neurons"][:4]])),
-        "adapt_ablated_HIT": ablated["HIT"], "no_cue_HIT": no_cue["HIT"],
+        "random_esn_recall_at_4": float(np.mean([tuple(n) in esn for n in rand_neurons[:4]])),
+        "dev_vanilla_object_accuracy": dev_vanilla.get("object_accuracy", float("nan")),
+        "adapt_ablated_HIT": ablated["HIT"], "no_cue_HIT": no_cue["HIT"], "random_ablated_HIT": rand_ablated["HIT"],
+        "spec_other": float(np.mean([spec[h] for h in key if h not in gt["specific_heads"] and h not in gt["general_heads"]])),
         "circuit": {k: ([list(x) for x in v] if isinstance(v, list) else v) for k, v in circuit.items()},
         "n_valid": int(sv.valid_.sum()), "beta": beta, "gamma": gamma, "dev_grid": dev_grid,
-        "interventions": interventions,
+        "pai_beta": pai_beta, "pai_dev_grid": pai_grid, "interventions": interventions,
     }
 
 
 def _layer_figure(curves: np.ndarray, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = subplots(figsize=(5, 3.2))
     layers = np.arange(curves.shape[1])
     mean = curves.mean(0)
     ax.plot(layers, mean, "o-", label="mean over seeds")
@@ -180,12 +238,7 @@ def _layer_figure(curves: np.ndarray, title: str):
 
 
 def _heads_figure(grid: np.ndarray, marked: dict, title: str, label: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.8, 5.0))
+    fig, ax = subplots(figsize=(4.8, 5.0))
     from matplotlib.colors import PowerNorm
 
     low = min(0.0, float(grid.min()))
@@ -206,6 +259,16 @@ def _heads_figure(grid: np.ndarray, marked: dict, title: str, label: str):
     return fig
 
 
+def _gain(m, cond, key="HIT_s", base="vanilla") -> Measurement:
+    """Mean paired per-sample difference ``cond − base`` in points, pooled over the seeds' test
+    samples, with its paired BCa 95 % interval."""
+    d = 100 * np.concatenate([np.asarray(x["interventions"][cond][key], float)
+                              - np.asarray(x["interventions"][base][key], float) for x in m])
+    lo, hi = paired_mean_interval(d)
+    return Measurement(float(d.mean()), interval=(lo, hi),
+                       note=f"paired over {d.size} test samples ({len(m)} seeds); half-width {(hi - lo) / 2:.2f}")
+
+
 def summarize_planted(jobs, config: PlantedConfig) -> Result:
     from .toy import DECOY, GENERAL_HEADS, N_HEADS, N_LAYERS, PLANTED_SPECIFIC, SHADOW
 
@@ -216,12 +279,18 @@ def summarize_planted(jobs, config: PlantedConfig) -> Result:
     adapt_gap = float(np.mean([abs(x["adapt_ablated_HIT"] - x["no_cue_HIT"]) for x in m]))
     iv = lambda cond, key: float(np.mean([x["interventions"][cond][key] for x in m]))  # noqa: E731
     delta = lambda cond, key: iv(cond, key) - iv("vanilla", key)  # noqa: E731
-    records = []
-    for x in m:
-        for cond in CONDITIONS:
-            records.append({"condition": cond, **{k: x["interventions"][cond][k] for k in
-                                                  ("H", "HIT", "joy_hallucination", "object_accuracy")}})
-    table = summary_table(records, "condition", ["H", "HIT", "joy_hallucination", "object_accuracy"])
+    columns = ["H", "H_tone", "HIT", "joy_hallucination", "object_accuracy"]
+    records = [{"condition": cond, **{k: x["interventions"][cond][k] for k in columns}}
+               for x in m for cond in CONDITIONS]
+    table = summary_table(records, "condition", columns)
+    sweep = pd.DataFrame([{"beta": r["beta"], **{f"{arm} {k}": r[arm][k] for arm in ("VEENA", "PAI")
+                                                 for k in ("HIT", "object_accuracy")}}
+                          for x in m for r in x["interventions"]["_sweep"]]).groupby("beta").mean()
+    base = {k: iv("vanilla", k) for k in ("HIT", "object_accuracy")}
+    for col in list(sweep.columns):
+        k = col.split(" ", 1)[1]
+        sweep[col.split(" ")[0] + " Δ" + k + " (points)"] = 100 * (sweep[col] - base[k])
+    sweep = sweep[[c for c in sweep.columns if "Δ" in c]].reset_index()
     layer_table = pd.DataFrame({"layer": range(len(mean_c)), "C (mean)": mean_c,
                                 "C / max": mean_c / cmax if cmax > 0 else np.nan,
                                 "alpha": np.mean([x["layer_alpha"] for x in m], 0),
@@ -234,45 +303,59 @@ def summarize_planted(jobs, config: PlantedConfig) -> Result:
     marks[SHADOW] = ("^", "cyan", "shadow")
     mean = lambda key: float(np.mean([x[key] for x in m]))  # noqa: E731
     frac = lambda key: float(np.mean([bool(x[key]) for x in m]))  # noqa: E731
-    claims = [
-        Claim.at_most("layer scan: max C over adapt layers 0-2 / max C", float(mean_c[:3].max() / cmax), 0.1,
-                      paper="shallow layers +3% vs middle +24%, deep +19% (note)"),
-        Claim.at_least("layer scan: max C over layers 3-5 / max C", float(mean_c[3:6].max() / cmax), 0.5,
-                       paper="middle layers critical (+24%, note)"),
-        Claim.at_least("layer scan: max C over layers 6-7 / max C", float(mean_c[6:8].max() / cmax), 0.5,
-                       paper="deep layers critical (+19%, note)"),
-        Claim.at_most("adapt neurons ablated: |HIT − no-cue HIT|", adapt_gap, 0.05,
-                      paper="Adapt stage (shallow modality alignment)"),
-        Claim.at_least("head score AUROC (planted specific vs other heads)", mean("auroc"), 0.95,
-                       paper="sentiment-specific heads located by intention × patching"),
-        Claim.at_least("head score precision@4", mean("precision_at_4"), 0.75, paper="(toy ground truth)"),
-        Claim.at_least("decoy and shadow below all planted heads (fraction of seeds)",
-                       float(np.mean([x["decoy_below_planted"] and x["shadow_below_planted"] for x in m])), 1.0,
-                       paper="(toy ground truth)"),
-        Claim.at_least("attention-weight baseline: decoy or shadow in its top 4 (fraction of seeds)",
-                       frac("attention_top4_has_decoy_or_shadow"), 1.0,
-                       paper="attention mass is not causal", note=f"baseline AUROC {mean('attention_auroc'):.3f}"),
-        Claim.at_least("specificity of planted mid heads", mean("spec_mid"), 0.7, paper="0.78 (note)"),
-        Claim.at_most("specificity of general heads (7,0), (7,2)", mean("spec_general"), 0.3, paper="0.21 (note)"),
-        Claim.at_least("ESN recall@4 (top-4 κ after l_emo)", mean("esn_recall_at_4"), 0.75,
-                       paper="explicit state neurons"),
-        Claim.at_least("VEENA: token hit rate H gain (points)", 100 * delta("VEENA", "H"), 10.0,
-                       paper="38.2 → 48.9 on LLaVA-1.5-7B (note)"),
-        Claim.at_least("VEENA: sample HIT gain (points)", 100 * delta("VEENA", "HIT"), 10.0,
-                       paper="38.2 → 48.9 on LLaVA-1.5-7B (note)"),
-        Claim.at_most("VEENA: joy-hallucination change (points)", 100 * delta("VEENA", "joy_hallucination"), -1e-9,
-                      paper="fewer emotion hallucinations"),
-        Claim.at_least("VEE only: HIT gain (points)", 100 * delta("VEE only", "HIT"), 1e-9, paper="ablation: VEE helps"),
-        Claim.at_least("ENA only: HIT gain (points)", 100 * delta("ENA only", "HIT"), 1e-9, paper="ablation: ENA helps"),
-        Claim.at_most("random components: |HIT change| (points)", abs(100 * delta("random components", "HIT")), 2.0,
-                      paper="causal fidelity"),
-        Claim.at_least("VEENA: object-word accuracy change (points)", 100 * delta("VEENA", "object_accuracy"), -2.0,
-                       paper="narrative preserved"),
-    ]
-    notes = [f"(β, γ) picked on the analysis split per seed: {[(x['beta'], x['gamma']) for x in m]}",
-             f"adapt neurons ablated: HIT {mean('adapt_ablated_HIT'):.3f}, no-cue HIT {mean('no_cue_HIT'):.3f}",
-             f"PAI-style all-head amplification HIT change {100 * delta('PAI-style (all heads)', 'HIT'):+.1f} points, "
-             f"plain steering addition {100 * delta('steering addition', 'HIT'):+.1f} points (no bar)",
+
+    def dev_cost(x) -> float:
+        """Object-word accuracy lost on dev by PAI-style amplification at the grid's largest β (points)."""
+        grid = x["pai_dev_grid"]
+        if not grid:
+            return float("nan")
+        top = max(grid, key=lambda g: g["beta"])
+        van = x["dev_vanilla_object_accuracy"]
+        return 100 * (van - top["object_accuracy"])
+
+    measurements = {
+        "layer_adapt_ratio": float(mean_c[:3].max() / cmax),
+        "layer_mid_ratio": float(mean_c[3:6].max() / cmax),
+        "layer_deep_ratio": float(mean_c[6:8].max() / cmax),
+        "adapt_gap": adapt_gap,
+        "random_adapt_gap": float(np.mean([abs(x["random_ablated_HIT"] - x["no_cue_HIT"]) for x in m])),
+        "head_auroc": mean("auroc"),
+        "attention_auroc": mean("attention_auroc"),
+        "head_precision_at_4": mean("precision_at_4"),
+        "decoy_shadow_below": float(np.mean([x["decoy_below_planted"] and x["shadow_below_planted"] for x in m])),
+        "attention_fooled": frac("attention_top4_has_decoy_or_shadow"),
+        "spec_mid": mean("spec_mid"), "spec_general": mean("spec_general"), "spec_other": mean("spec_other"),
+        "esn_recall_at_4": mean("esn_recall_at_4"),
+        "random_esn_recall_at_4": float(np.mean([x["random_esn_recall_at_4"] for x in m])),
+        "veena_H_gain": _gain(m, "VEENA", "H_s"),
+        "random_H_gain": 100 * delta("random components", "H"),
+        "pai_H_gain": 100 * delta("PAI-style (all heads)", "H"),
+        "veena_H_tone_gain": _gain(m, "VEENA", "H_tone_s"),
+        "random_H_tone_gain": 100 * delta("random components", "H_tone"),
+        "pai_H_tone_gain": 100 * delta("PAI-style (all heads)", "H_tone"),
+        "veena_HIT_gain": _gain(m, "VEENA"),
+        "random_HIT_gain": 100 * delta("random components", "HIT"),
+        "pai_HIT_gain": 100 * delta("PAI-style (all heads)", "HIT"),
+        "steering_HIT_gain": 100 * delta("steering addition", "HIT"),
+        "veena_joy_change": 100 * delta("VEENA", "joy_hallucination"),
+        "random_joy_change": 100 * delta("random components", "joy_hallucination"),
+        "vee_only_HIT_gain": _gain(m, "VEE only"),
+        "ena_only_HIT_gain": _gain(m, "ENA only"),
+        "random_HIT_change_abs": abs(100 * delta("random components", "HIT")),
+        "veena_object_change": 100 * delta("VEENA", "object_accuracy"),
+        "pai_max_object_change": float(np.mean([100 * (x["interventions"]["_sweep"][-1]["PAI"]["object_accuracy"]
+                                                       - x["interventions"]["vanilla"]["object_accuracy"])
+                                                for x in m])),
+        "pai_object_change": 100 * delta("PAI-style (all heads)", "object_accuracy"),
+        "veena_vs_pai_HIT": _gain(m, "VEENA", base="PAI-style (all heads)"),
+        "random_vs_pai_HIT": 100 * (iv("random components", "HIT") - iv("PAI-style (all heads)", "HIT")),
+        "pai_dev_cost": float(np.mean([dev_cost(x) for x in m])),
+    }
+    notes = [f"(β, γ) picked on the analysis split per seed (utility tolerance {config.utility_tolerance}): "
+             f"{[(x['beta'], x['gamma']) for x in m]}; PAI-style β by the same rule: {[x['pai_beta'] for x in m]}",
+             f"adapt neurons ablated: HIT {mean('adapt_ablated_HIT'):.3f}, random layer-0 neurons ablated: HIT "
+             f"{mean('random_ablated_HIT'):.3f}, no-cue HIT {mean('no_cue_HIT'):.3f}",
+             f"plain steering addition HIT change {measurements['steering_HIT_gain']:+.1f} points (no bar)",
              "selected circuits: " + "; ".join(f"seed {j.seed}: mid {j.metrics['circuit']['mid_heads']}, "
                                                f"deep {j.metrics['circuit']['deep_heads']}, "
                                                f"neurons {j.metrics['circuit']['neurons']}" for j in jobs)]
@@ -280,8 +363,9 @@ def summarize_planted(jobs, config: PlantedConfig) -> Result:
     figures = {f"{tag}: layer scan": _layer_figure(curves, f"ToyLVLM layer scan ({config.toy} description)"),
                f"{tag}: head scores": _heads_figure(score_grid, marks, "head score = intention × max(E, 0)", "score"),
                f"{tag}: head specificity": _heads_figure(spec_grid, marks, "head specificity", "specificity")}
-    return Result(tables={"interventions (test split)": table, "layer scan": layer_table},
-                  figures=figures, claims=claims, notes=notes)
+    return Result(tables={"interventions (test split)": table, "layer scan": layer_table,
+                          "β sweep on the test split (diagnostic, not used to choose)": sweep},
+                  figures=figures, measurements=measurements, notes=notes)
 
 
 # -- Exp 2: trained tiny Llama ----------------------------------------------------------------
@@ -296,8 +380,8 @@ class TrainedConfig:
     n_mid: int = 4
     n_deep: int = 2
     n_neurons: int = 16
-    betas: tuple = (1.25, 1.5, 2.0, 3.0)
-    gammas: tuple = (1.5, 2.0, 3.0)
+    betas: tuple = BETAS
+    gammas: tuple = GAMMAS
     cache: bool = True          # keep trained weights in the icml26 cache folder (reruns skip training)
 
 
@@ -351,12 +435,13 @@ def summarize_trained(jobs, config: TrainedConfig) -> Result:
     abl = np.mean([x["ablation_effect"] for x in m], 0).reshape(x0["n_layers"], x0["n_heads"])
     fig = _heads_figure(grid, {}, "tier 2: head score", "score")
     fig2 = _heads_figure(abl, {}, "tier 2: mean-ablation effect on H", "H drop")
-    claims = [Claim.at_least("tier 2: Spearman(head score, ablation effect)",
-                             float(np.mean([x["spearman"] for x in m])), 0.6, paper="(toy ground truth)"),
-              Claim.at_least("tier 2: VEENA held-out HIT gain (points)", float(np.mean(gains)), 3.0,
-                             paper="+10.7 points on LLaVA-1.5-7B (note)")]
+    lo, hi = paired_mean_interval(gains)
+    measurements = {"spearman": float(np.mean([x["spearman"] for x in m])),
+                    "veena_HIT_gain": Measurement(float(np.mean(gains)), interval=(lo, hi),
+                                                  note=f"paired over {len(gains)} seeds")}
     return Result(tables={"tier 2 per seed": pd.DataFrame(rows)},
-                  figures={"trained: head scores": fig, "trained: ablation effects": fig2}, claims=claims,
+                  figures={"trained: head scores": fig, "trained: ablation effects": fig2},
+                  measurements=measurements,
                   notes=[f"training seconds per seed: {[round(x['train_seconds'], 1) for x in m]}"])
 
 
@@ -420,49 +505,32 @@ def run_scaling(config: ScalingConfig, seed: int, task: dict) -> dict:
 
 
 def summarize_scaling(jobs, config: ScalingConfig) -> Result:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     frame = pd.DataFrame([j.metrics for j in jobs]).groupby("components")["seconds"].min()
     slope = loglog_slope(frame.index.values, frame.values)
-    fig, ax = plt.subplots(figsize=(4, 3))
+    fig, ax = subplots(figsize=(4, 3))
     ax.loglog(frame.index, frame.values, "o-")
     ax.set_xlabel("heads L·H")
     ax.set_ylabel("head-scoring seconds (projection proxy)")
     fig.tight_layout()
     return Result(tables={"head-scoring time": frame.reset_index()}, figures={"scaling: head scoring": fig},
-                  claims=[Claim.at_most("head-scoring log-log slope in L·H", slope, 1.15,
-                                        paper="L·H patching passes (linear)")])
+                  measurements={"slope": slope})
 
 
 EXPERIMENT = register(Experiment(
-    slug="emotion_circuits",
-    headline='planted/VEENA: sample HIT gain (points)',   # the abstract's main claim tested by the default parts
-    title="Interpreting and Enhancing Emotional Circuits in Large Vision-Language Models via Cross-Modal "
-          "Information Flow",
+    slug="emotion_circuits",  # title, headline, claims and part descriptions: claims.toml
     parts=[
         Part(name="planted", run=run_planted, summarize=summarize_planted,
-             quick=PlantedConfig(n_pairs=80, betas=(2.0,), gammas=(2.0,)), full=PlantedConfig(), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,),
-             description="ToyLVLM with a planted circuit: layer scan, heads, neurons, VEENA vs baselines"),
+             quick=PlantedConfig(n_pairs=80, betas=(2.0,), gammas=(2.0,)), full=PlantedConfig(),
+             seeds=(0, 1, 2, 3, 4), quick_seeds=(0,)),
         Part(name="slotted", run=run_planted, summarize=summarize_planted,
              quick=PlantedConfig(n_pairs=80, betas=(2.0,), gammas=(2.0,), toy="slotted"),
-             full=PlantedConfig(toy="slotted"), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,),
-             description="the same planted ToyLVLM with object content and emotional tone carried "
-                         "separately (content slots / tone slots; Resolution): same pipeline"),
+             full=PlantedConfig(toy="slotted"), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,)),
         Part(name="trained", run=run_trained, summarize=summarize_trained,
              quick=TrainedConfig(steps=40, n_analysis=30, n_dev=16, n_test=30, betas=(2.0,), gammas=(2.0,),
                                  cache=False),
-             full=TrainedConfig(), seeds=(0, 1, 2), quick_seeds=(0,), default=False,
-             description="tiny HF Llama trained on descriptions: head scores vs ablation, VEENA on held-out "
-                         "(opt-in: 2000 training steps per seed; weights cached, so reruns resume)"),
+             full=TrainedConfig(), seeds=(0, 1, 2), quick_seeds=(0,)),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling, tasks=scaling_tasks,
              quick=ScalingConfig(heads=(8, 16), n_pairs=8, repeats=1), full=ScalingConfig(), seeds=(0,),
-             quick_seeds=(0,), description="head-scoring time vs number of heads (projection proxy)"),
+             quick_seeds=(0,)),
     ],
-    claims=["the emotion circuit is localised coarse-to-fine (layers → heads → neurons)",
-            "VEENA (VEE + ENA) raises the emotion hit rate without training"],
-    reference="Zhang, Sun, Xie, Tian. Interpreting and Enhancing Emotional Circuits in Large Vision-Language "
-              "Models via Cross-Modal Information Flow. ICML 2026. arXiv:2605.21980.",
 ))

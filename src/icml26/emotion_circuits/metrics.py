@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import numpy as np
 import torch
 
 __all__ = ["EmotionWheel", "hit_rate", "sample_hit", "predicted_emotions", "category_counts"]
@@ -147,7 +146,3 @@ def sample_hit(categories, labels, n_categories: int) -> torch.Tensor:
     cats, labels = _check_generated(categories, labels, n_categories)
     pred = predicted_emotions(cats, n_categories)
     return pred.gather(1, labels[:, None]).squeeze(1).float()
-
-
-def as_numpy(x) -> np.ndarray:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
