@@ -130,10 +130,37 @@ def test_background_temperature_is_what_the_renderer_uses(frames):
     assert np.corrcoef(warmest, t_bg)[0, 1] > 0.3
 
 
-def test_e5_oracle_features_with_and_without_background(frames):
+def test_e5_oracle_features_ancillary_inputs(frames):
+    from icml26.tcbench.data import background_temperature
     from icml26.tcbench.experiment import _oracle_features
 
-    with_bg = _oracle_features(frames, background=True)
-    without = _oracle_features(frames, background=False)
-    assert with_bg.shape[1] == without.shape[1] + 1
-    np.testing.assert_array_equal(with_bg[:, :-1], without)
+    with_lat = _oracle_features(frames, "abs_lat")
+    with_bg = _oracle_features(frames, "background")
+    without = _oracle_features(frames, "none")
+    assert with_lat.shape[1] == without.shape[1] + 1
+    np.testing.assert_array_equal(with_lat[:, :-1], without)
+    np.testing.assert_allclose(with_bg[:, -1], background_temperature(frames.lat, frames.basin))
+
+
+def test_generator_control_removes_the_saturation(frames):
+    """saturate=False: same labels, and the cold cloud top keeps cooling below 980 hPa."""
+    control = SynthTC(n_trajectories=30, image_size=64, seed=0, saturate=False).generate()
+    np.testing.assert_array_equal(control.pressure, frames.pressure)
+    moderate = frames.pressure > 985
+    np.testing.assert_array_equal(control.images[moderate], frames.images[moderate])
+    coldest = lambda f: f.images.reshape(len(f.images), -1).min(axis=1)   # noqa: E731
+    deep = frames.pressure < 940
+    assert coldest(control)[deep].mean() < coldest(frames)[deep].mean() - 10
+    # with saturation the cold cloud top is flat in P_c below 980 hPa; without it, it is not
+    intense = frames.pressure < 980
+    slope = lambda f: np.polyfit(f.pressure[intense], coldest(f)[intense], 1)[0]  # noqa: E731
+    assert abs(slope(frames)) < 0.1 < slope(control)
+
+
+def test_fits_leave_the_global_torch_generator_alone(frames):
+    ae = ConvAutoencoder(64, 16, width=4, seed=0)
+    cnn = SupervisedCNN(seed=0)
+    state = torch.get_rng_state()
+    ae.fit(frames.images[:64], epochs=1, batch_size=32)
+    cnn.fit(frames.images[:64], frames.pressure[:64], epochs=1)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -31,6 +31,10 @@ __all__ = ["TCFrames", "SynthTC", "as_frames", "background_temperature", "BT_MIN
 BT_MIN, BT_MAX = 140.0, 375.0          # GridSat-B1 clip range (K), stage 04
 ENV_PRESSURE = 1010.0                  # environmental pressure P_env (hPa)
 INTENSE_THRESHOLD = 980.0              # intense regime: P_c < 980 hPa
+# Generator control (saturate=False), fixed before its first run: beyond ΔP = 30 hPa the cloud
+# top keeps cooling (K per hPa) and the central dense overcast keeps growing (km per hPa).
+UNSATURATED_TOP_SLOPE = 0.4
+UNSATURATED_CDO_SLOPE = 1.0
 KNAFF_ZEHR_A = 24.254 ** -2            # quadratic coefficient of the wind–pressure relation
 BASIN_BASE_LON = (-60.0, -120.0, 140.0, 88.0, 165.0)  # a nominal genesis longitude per basin
 
@@ -276,6 +280,12 @@ class SynthTC:
         Seed of all randomness.
     render : bool, default True
         Render images; ``False`` generates the labels only (fast).
+    saturate : bool, default True
+        ``True``: the cold cloud top and the central dense overcast stop changing at 980 hPa
+        (the benchmark world). ``False`` (the generator control, a Resolution not from the
+        paper): beyond ΔP = 30 the cloud top keeps cooling by 0.4 K/hPa and the overcast keeps
+        growing by 1 km/hPa, so the large-scale appearance carries the intense-regime signal
+        too (``T_top`` stays above the 140 K clip up to ΔP = 140).
 
     Notes
     -----
@@ -297,8 +307,9 @@ class SynthTC:
     """
 
     def __init__(self, n_trajectories: int = 400, image_size: int = 64, km_per_px: float = 5.0,
-                 seed: int = 0, render: bool = True):
+                 seed: int = 0, render: bool = True, saturate: bool = True):
         self.n_trajectories = n_trajectories
+        self.saturate = bool(saturate)
         self.image_size = image_size
         self.km_per_px = km_per_px
         self.seed = seed
@@ -364,6 +375,10 @@ class SynthTC:
         t_bg = background_temperature(lat, basin)
         t_top = np.maximum(192.0, 240.0 - 1.6 * deficit) + rng.normal(0.0, 1.0, n)
         r_cdo = 60.0 + 3.0 * np.minimum(deficit, 30.0) + 20.0 * size + cdo_noise
+        if not self.saturate:                      # generator control: no saturation at 980 hPa
+            beyond = np.maximum(deficit - 30.0, 0.0)
+            t_top = t_top - UNSATURATED_TOP_SLOPE * beyond
+            r_cdo = r_cdo + UNSATURATED_CDO_SLOPE * beyond
         r_cdo = r_cdo[:, None, None]
         band = 0.9 * 0.5 * (1 + np.cos(2 * theta - 3 * np.log(r + 10.0) + phase)) \
             * np.exp(-((r - 1.8 * r_cdo) / 60.0) ** 2)

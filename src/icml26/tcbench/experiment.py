@@ -8,6 +8,9 @@ Parts (spec §6):
 * ``paradox`` (Exp B) — image level: generic frozen encoders (pixel PCA, random ConvNet,
   autoencoder) collapse in the intense regime while physics-aligned controls (pixel-
   supervised CNN, Dvorak-style eye features) do not, and held-out-basin error still looks fine.
+  Every job also renders the same storms with ``SynthTC(saturate=False)`` (the generator
+  control: the large-scale appearance keeps changing below 980 hPa) and re-runs E1, E2, E3
+  and E5 there; each collapse claim's negative control is its own statistic in that world.
 * ``scaling`` — probe fit time is linear in the number of frames.
 """
 
@@ -19,9 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..core.claims import Measurement
 from ..core.device import cpu_only, job_device, uses_device
-from ..core.experiment import Claim, Experiment, Part, Result, register
-from ..core.stats import loglog_slope, mean_std, summary_table
+from ..core.experiment import Experiment, Part, Result, register
+from ..core.figures import subplots
+from ..core.stats import loglog_slope, paired_mean_interval, summary_table, win_fraction_interval
 from .baselines import Climatology, DvorakLite
 from .data import INTENSE_THRESHOLD, SynthTC, TCFrames, background_temperature
 from .encoders import ConvAutoencoder, EyeFeatures, PixelPCA, RandomConvEncoder, SupervisedCNN
@@ -32,23 +37,17 @@ from .probes import (StructuralAlignmentProbe, bin_profile, cross_agency_ood, q_
 REFERENCE = ("D. Yao, A. Polesello, A. Pervez, C. Muller, F. Locatello. The Perception–Physics "
              "Paradox: Probing Scientific Alignment with TC-Bench. ICML 2026 (arXiv 2605.24782).")
 
-# Acceptance bars (spec §6, verbatim; not configurable so they cannot be tuned).
-ISO_RATIO_MAX = 1.2
-SHORTCUT_RATIO_MIN = 2.0
-COLLAPSE_VS_CONTROLS_MIN = 2.0
-COLLAPSE_RATIO_MIN = 1.3
-CONTROL_STAT_RATIO_MAX = 1.2
-CONTROL_DYN_RATIO_MAX = 1.3
-SUPERVISED_INTENSE_MAX = 0.08
-DYN_VS_ORACLE_MIN = 2.0
-OOD_RATIO_MAX = 1.3
-SCALING_SLOPE_MAX = 1.15
+# The bars live in claims.toml (spec §6 verbatim where the spec gives one).
 GEOMETRY_EDGES = (920.0, 980.0, 990.0, 1010.0)   # bins [920, 980) and [990, 1010)
 SEEDS = (42, 43, 44, 45, 46)
 LATENTS = ("isomorphic", "shortcut", "nonlinear")
 ENCODERS = {"E1": "PCA-64 pixels", "E2": "random ConvNet", "E3": "conv autoencoder",
             "E4": "supervised CNN", "E5": "eye features (oracle)"}
 GENERIC = ("E1", "E2", "E3")
+# Encoders re-run in the generator control world (SynthTC(saturate=False)); E4 (the supervised
+# CNN, the costliest) is not, so the control world's B1 denominator is E5 alone.
+CONTROL_ENCODERS = ("E1", "E2", "E3", "E5")
+INTERVAL_LEVEL = 0.95        # paired BCa intervals over the five seeds
 
 
 def _standardize(a: np.ndarray) -> np.ndarray:
@@ -141,11 +140,7 @@ def _records(jobs, keys, metrics):
 
 
 def _profile_figure(jobs, keys, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    fig, ax = subplots(figsize=(6.5, 3.6))
     for key in keys:
         prof = pd.DataFrame([{"bin": float(b), "xi": v} for j in jobs
                              for b, v in j.metrics[key]["dyn_profile"].items()])
@@ -168,23 +163,13 @@ def summarize_protocol(jobs, config: ProtocolConfig) -> Result:
     frame = pd.DataFrame(rows)
     by = {k: frame[frame.latent == k] for k in LATENTS}
     iso, sc = by["isomorphic"], by["shortcut"]
-    pr_ratio = (sc.pr_intense / sc.pr_moderate).max()
-    paper = "isomorphic latent: regime-uniform errors (Prop. 2.1)"
-    claims = [
-        Claim.at_most("A(i) isomorphic ξ_stat intense/moderate (max over seeds)",
-                      iso.xi_stat_ratio.max(), ISO_RATIO_MAX, paper=paper),
-        Claim.at_most("A(i) isomorphic ξ_dyn intense/moderate (max over seeds)",
-                      iso.xi_dyn_ratio.max(), ISO_RATIO_MAX, paper=paper),
-        Claim.at_least("A(ii) shortcut ξ_stat intense/moderate (min over seeds)",
-                       sc.xi_stat_ratio.min(), SHORTCUT_RATIO_MIN,
-                       paper="collapse below 980 hPa is detected"),
-        Claim.at_least("A(ii) shortcut ξ_dyn intense/moderate (min over seeds)",
-                       sc.xi_dyn_ratio.min(), SHORTCUT_RATIO_MIN,
-                       paper="collapse below 980 hPa is detected"),
-        Claim("A(ii) shortcut PR[920,980) / PR[990,1010) (max over seeds)",
-              "d_eff drops in intense bins", float(pr_ratio), "< 1 (every seed)",
-              bool(np.isfinite(pr_ratio) and pr_ratio < 1.0)),
-    ]
+    measurements = {
+        "A_iso_stat_ratio": float(iso.xi_stat_ratio.max()),
+        "A_iso_dyn_ratio": float(iso.xi_dyn_ratio.max()),
+        "A_shortcut_stat_ratio": float(sc.xi_stat_ratio.min()),
+        "A_shortcut_dyn_ratio": float(sc.xi_dyn_ratio.min()),
+        "A_shortcut_pr_ratio": float((sc.pr_intense / sc.pr_moderate).max()),
+    }
     nl = by["nonlinear"]
     notes = [f"A(iii) nonlinear-but-injective latent (reported only): ξ_stat ratio "
              f"{nl.xi_stat_ratio.min():.2f}–{nl.xi_stat_ratio.max():.2f}, ξ_dyn ratio "
@@ -192,7 +177,7 @@ def summarize_protocol(jobs, config: ProtocolConfig) -> Result:
              "non-linear encodings by design)."]
     figure = _profile_figure(jobs, LATENTS, "Exp A: ξ_dyn per 5-hPa bin (mean over seeds)")
     return Result(tables={"protocol": table}, figures={"protocol_xi_dyn": figure},
-                  claims=claims, notes=notes)
+                  measurements=measurements, notes=notes)
 
 
 # -- Exp B: image-level paradox ----------------------------------------------------------------
@@ -212,44 +197,82 @@ class ParadoxConfig:
     # B4: d_eff on features z-scored over all frames (the convention behind the spec's
     # prototype numbers); False = raw features (the official repository's geometry code).
     geometry_standardize: bool = True
-    # B6: E5 carries the background temperature (the latitude cue of SynthTC) as an ancillary
-    # feature; False = the earlier five eye features, whose ψ_con is at chance by construction.
-    e5_background: bool = True
+    # E5's ancillary input beside the five eye features: "abs_lat" (|latitude|, what an
+    # analyst knows beside the image), "background" (the background temperature, which mixes
+    # latitude with the basin's calibration offset: the earlier rule), "none".
+    e5_ancillary: str = "abs_lat"
+    # the generator control: the same seeds rendered with SynthTC(saturate=False)
+    generator_control: bool = True
 
 
-def _oracle_features(frames: TCFrames, background: bool) -> np.ndarray:
-    """E5: the five Dvorak-style eye features, plus (``background=True``) the frame's
-    background temperature as an ancillary feature.
+E5_ANCILLARY = ("abs_lat", "background", "none")
 
-    The latitude cue of SynthTC lives in the clear-sky background, which is hidden under the
-    cloud shield in most frames (the image's warmest pixels correlate only ≈ 0.6 with it), so
-    without the ancillary feature E5's wind probe cannot order storms by latitude at equal
-    pressure and ψ_con is at chance by construction. Operational wind–pressure relations take
-    latitude as an input for the same reason.
+
+def _oracle_features(frames: TCFrames, ancillary: str = "abs_lat") -> np.ndarray:
+    """E5: the five Dvorak-style eye features plus one ancillary input.
+
+    The latitude cue of SynthTC's wind–pressure relation is not in the eye, so without an
+    ancillary input E5's wind probe cannot order storms by latitude at equal pressure.
+    ``"abs_lat"`` gives it ``|φ|``; ``"background"`` gives it the clear-sky background
+    temperature, which carries the basin's calibration offset as well as latitude.
     """
+    if ancillary not in E5_ANCILLARY:
+        raise ValueError(f"ancillary must be one of {list(E5_ANCILLARY)}, got {ancillary!r}")
     eye = EyeFeatures().fit_transform(frames.images)
-    if not background:
+    if ancillary == "none":
         return eye
-    return np.c_[eye, background_temperature(frames.lat, frames.basin)]
+    extra = (np.abs(frames.lat) if ancillary == "abs_lat"
+             else background_temperature(frames.lat, frames.basin))
+    return np.c_[eye, extra]
 
 
-def encode_frames(frames: TCFrames, config: ParadoxConfig, train_index: np.ndarray) -> dict:
-    """Features of every frame from the five Exp B encoders (E4 trains on ``train_index``)."""
+def encode_frames(frames: TCFrames, config: ParadoxConfig, train_index: np.ndarray | None,
+                  names=tuple(ENCODERS)) -> dict:
+    """Features of every frame from the Exp B encoders ``names`` (E4 trains on ``train_index``)."""
     images, seed = frames.images, config.encoder_seed
     device = job_device()                 # initialised on the CPU (seeded), trained there
-    cnn = SupervisedCNN(seed=seed).to(device).fit(images[train_index], frames.pressure[train_index],
-                                                  epochs=config.cnn_epochs)
-    # the autoencoder is pretrained on a random subset of unlabelled frames (CPU budget)
-    subset = np.random.default_rng(seed).permutation(len(images))[:config.ae_train_frames]
-    ae = ConvAutoencoder(config.image_size, 64, config.ae_width, seed).to(device).fit(
-        images[np.sort(subset)], epochs=config.ae_epochs)
-    return {
-        "E1": PixelPCA(config.pca_components, seed).fit(images).transform(images),
-        "E2": RandomConvEncoder(seed).to(device).transform(images),
-        "E3": ae.transform(images),
-        "E4": cnn.transform(images),
-        "E5": _oracle_features(frames, config.e5_background),
-    }
+    out = {}
+    if "E1" in names:
+        out["E1"] = PixelPCA(config.pca_components, seed).fit(images).transform(images)
+    if "E2" in names:
+        out["E2"] = RandomConvEncoder(seed).to(device).transform(images)
+    if "E3" in names:
+        # the autoencoder is pretrained on a random subset of unlabelled frames (CPU budget)
+        subset = np.random.default_rng(seed).permutation(len(images))[:config.ae_train_frames]
+        ae = ConvAutoencoder(config.image_size, 64, config.ae_width, seed).to(device).fit(
+            images[np.sort(subset)], epochs=config.ae_epochs)
+        out["E3"] = ae.transform(images)
+    if "E4" in names:
+        cnn = SupervisedCNN(seed=seed).to(device).fit(
+            images[train_index], frames.pressure[train_index], epochs=config.cnn_epochs)
+        out["E4"] = cnn.transform(images)
+    if "E5" in names:
+        out["E5"] = _oracle_features(frames, config.e5_ancillary)
+    return {name: out[name] for name in names}
+
+
+def _encoder_stats(frames: TCFrames, Z: np.ndarray, config: ParadoxConfig, seed: int) -> dict:
+    stats, probe = _regime_stats(frames, Z, seed, config.min_count, config.standardize)
+    wind = StructuralAlignmentProbe(target="wind", seed=seed,
+                                    standardize=config.standardize).fit(Z, frames)
+    con = q_con(probe, wind, Z, frames).attrs["psi_con"]
+    ood = cross_agency_ood(Z, frames, config.held_out_basin, standardize=config.standardize)
+    report = probe.evaluate(Z, frames)
+    # participation ratio of globally standardized features (B4's claim by default) beside
+    # the raw-feature one of the official repository (pr_intense / pr_moderate)
+    geo_std = geometry_report(Z, frames.pressure, edges=GEOMETRY_EDGES,
+                              min_count=config.min_count, standardize=True)
+    stats.update(pr_std_intense=float(geo_std.d_eff.iloc[0]),
+                 pr_std_moderate=float(geo_std.d_eff.iloc[2]))
+    stats.update(
+        psi_con_moderate=con["moderate"]["pairwise_rate"],
+        psi_con_intense=con["intense"]["pairwise_rate"],
+        psi_con_bins_moderate=con["moderate"]["bin_rate"],
+        psi_con_bins_intense=con["intense"]["bin_rate"],
+        mae_id=ood["mae_id"], mae_ood=ood["mae_ood"], ood_ratio=ood["ratio"],
+        mae_test=report["overall"]["mae"], mae_intense=report["intense"]["mae"],
+        r2=report["overall"]["r2"], dim=int(Z.shape[1]))
+    return stats
 
 
 @uses_device
@@ -268,27 +291,7 @@ def run_paradox(config: ParadoxConfig, seed: int) -> dict:
     timings["encode"] = time.perf_counter() - start - timings["generate"]
     out = {"n_frames": len(frames)}
     for name, Z in features.items():
-        stats, probe = _regime_stats(frames, Z, seed, config.min_count, config.standardize)
-        wind = StructuralAlignmentProbe(target="wind", seed=seed,
-                                        standardize=config.standardize).fit(Z, frames)
-        con = q_con(probe, wind, Z, frames).attrs["psi_con"]
-        ood = cross_agency_ood(Z, frames, config.held_out_basin, standardize=config.standardize)
-        report = probe.evaluate(Z, frames)
-        # participation ratio of globally standardized features (B4's claim by default) beside
-        # the raw-feature one of the official repository (pr_intense / pr_moderate)
-        geo_std = geometry_report(Z, frames.pressure, edges=GEOMETRY_EDGES,
-                                  min_count=config.min_count, standardize=True)
-        stats.update(pr_std_intense=float(geo_std.d_eff.iloc[0]),
-                     pr_std_moderate=float(geo_std.d_eff.iloc[2]))
-        stats.update(
-            psi_con_moderate=con["moderate"]["pairwise_rate"],
-            psi_con_intense=con["intense"]["pairwise_rate"],
-            psi_con_bins_moderate=con["moderate"]["bin_rate"],
-            psi_con_bins_intense=con["intense"]["bin_rate"],
-            mae_id=ood["mae_id"], mae_ood=ood["mae_ood"], ood_ratio=ood["ratio"],
-            mae_test=report["overall"]["mae"], mae_intense=report["intense"]["mae"],
-            r2=report["overall"]["r2"], dim=int(Z.shape[1]))
-        out[name] = stats
+        out[name] = _encoder_stats(frames, Z, config, seed)
     dvorak = DvorakLite().fit(frames.images[train_index], frames.pressure[train_index])
     clim = Climatology().fit(frames.basin[train_index], frames.pressure[train_index])
     intense = test & (frames.pressure < INTENSE_THRESHOLD)
@@ -300,9 +303,95 @@ def run_paradox(config: ParadoxConfig, seed: int) -> dict:
         "climatology_mae_intense": float(np.mean(np.abs(clim.predict(frames.basin[intense])
                                                         - frames.pressure[intense]))),
     }
+    if config.generator_control:
+        mark = time.perf_counter()
+        world = SynthTC(config.n_trajectories, config.image_size, seed=seed,
+                        saturate=False).generate()
+        control = encode_frames(world, config, None, CONTROL_ENCODERS)
+        out["control"] = {name: _encoder_stats(world, Z, config, seed)
+                          for name, Z in control.items()}
+        timings["control"] = time.perf_counter() - mark
     timings["total"] = time.perf_counter() - start
     out["timings"] = timings
     return out
+
+
+def _per_seed(jobs, world: str | None = None) -> dict:
+    """``{encoder: DataFrame indexed by seed}`` of one world's per-encoder statistics."""
+    rows = {}
+    for job in jobs:
+        block = job.metrics if world is None else job.metrics.get(world)
+        if block is None:
+            return {}
+        for enc in ENCODERS:
+            if enc in block:
+                rows.setdefault(enc, []).append({"seed": job.seed, **{
+                    k: v for k, v in block[enc].items() if not isinstance(v, dict)}})
+    return {enc: pd.DataFrame(r).set_index("seed") for enc, r in rows.items()}
+
+
+def _mean_with_interval(values, note: str = "") -> Measurement:
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:                  # one seed (quick runs): the point value, no interval
+        return Measurement(float(values.mean()), note=note)
+    low, high = paired_mean_interval(values, level=INTERVAL_LEVEL)
+    return Measurement(float(values.mean()), interval=(low, high),
+                       note=f"mean of {values.size} per-seed values, {INTERVAL_LEVEL:.0%} BCa"
+                            + (f"; {note}" if note else ""))
+
+
+def _wins(a, b) -> Measurement:
+    """Fraction of seeds with ``a > b`` (exact 90 % interval: the one-sided sign test)."""
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
+    low, high = win_fraction_interval(wins, losses)
+    value = wins / (wins + losses) if wins + losses else float("nan")
+    return Measurement(value, interval=(low, high),
+                       note=f"{wins}/{wins + losses} seeds; paired gap "
+                            f"{diff.mean():+.3f} (per seed " + ", ".join(f"{d:+.3f}" for d in diff) + ")")
+
+
+def _paradox_measurements(by: dict, config: ParadoxConfig, suffix: str = "") -> dict:
+    """The claim measurements of one world (``suffix`` "_nosat" for the generator control)."""
+    m = {}
+    if not by:
+        return m
+    controls = [by[e].xi_stat_intense for e in ("E4", "E5") if e in by]
+    denom = pd.concat(controls, axis=1).max(axis=1)
+    for enc in GENERIC:
+        if enc not in by:
+            continue
+        d = by[enc]
+        m[f"B1_{enc}_vs_controls{suffix}"] = _mean_with_interval(
+            d.xi_stat_intense / denom, "intense median ξ_stat / max(" + ", ".join(
+                e for e in ("E4", "E5") if e in by) + ")")
+        m[f"B1_{enc}_ratio{suffix}"] = _mean_with_interval(d.xi_stat_ratio)
+    e5 = by["E5"]
+    m[f"B2_E5_stat_ratio{suffix}"] = float(e5.xi_stat_ratio.mean())
+    m[f"B2_E5_dyn_ratio{suffix}"] = float(e5.xi_dyn_ratio.mean())
+    for enc in ("E1", "E2"):
+        d = by[enc]
+        m[f"B3_{enc}_dyn_vs_E5{suffix}"] = _mean_with_interval(d.xi_dyn_intense / e5.xi_dyn_intense)
+        pr_int, pr_mod = (("pr_std_intense", "pr_std_moderate") if config.geometry_standardize
+                          else ("pr_intense", "pr_moderate"))
+        m[f"B4_{enc}_pr_ratio{suffix}"] = Measurement(
+            float((d[pr_int] / d[pr_mod]).max()),
+            note="max over seeds, participation ratio of "
+                 + ("standardized" if config.geometry_standardize else "raw") + " features")
+        m[f"B5_{enc}_ood_ratio{suffix}"] = float(d.ood_ratio.mean())
+        rise = d.psi_con_intense - d.psi_con_moderate
+        e5_rise = e5.psi_con_intense - e5.psi_con_moderate
+        m[f"B6_{enc}_rise_vs_E5{suffix}"] = _wins(rise, e5_rise)
+    m[f"B6_E5_rise{suffix}"] = _mean_with_interval(e5.psi_con_intense - e5.psi_con_moderate)
+    m[f"B6_E1_rise{suffix}"] = _mean_with_interval(
+        by["E1"].psi_con_intense - by["E1"].psi_con_moderate)
+    if "E4" in by:
+        m[f"B2_E4_intense{suffix}"] = _mean_with_interval(by["E4"].xi_stat_intense)
+        m[f"B2_E1_intense{suffix}"] = _mean_with_interval(by["E1"].xi_stat_intense)
+        m[f"B6_old_E5_minus_E1_moderate{suffix}"] = Measurement(
+            float(e5.psi_con_moderate.mean() - by["E1"].psi_con_moderate.mean()),
+            note=f"E5 with ancillary input {config.e5_ancillary!r}")
+    return m
 
 
 def summarize_paradox(jobs, config: ParadoxConfig) -> Result:
@@ -314,74 +403,35 @@ def summarize_paradox(jobs, config: ParadoxConfig) -> Result:
     rows = _records(jobs, names, metrics)
     table = summary_table(rows, "encoder", metrics)
     table.insert(1, "what", [ENCODERS[e] for e in table.encoder])
+    tables = {"paradox": table}
     frame = pd.DataFrame(rows)
     mean = frame.groupby("encoder")[metrics].mean()
-    control_int = max(mean.loc["E4", "xi_stat_intense"], mean.loc["E5", "xi_stat_intense"])
-    claims, collapse_ok = [], {}
-    for enc in GENERIC:
-        vs = mean.loc[enc, "xi_stat_intense"] / control_int
-        c1 = Claim.at_least(f"B1 {enc} intense median ξ_stat / max(E4, E5)", vs,
-                            COLLAPSE_VS_CONTROLS_MIN,
-                            paper="frozen VFMs collapse in the intense regime (Fig. 2)")
-        c2 = Claim.at_least(f"B1 {enc} ξ_stat intense/moderate", mean.loc[enc, "xi_stat_ratio"],
-                            COLLAPSE_RATIO_MIN, paper="median and spread rise below 980 hPa")
-        collapse_ok[enc] = c1.passed and c2.passed
-        claims += [c1, c2]
-    claims += [
-        Claim.at_most("B2 E5 oracle ξ_stat intense/moderate", mean.loc["E5", "xi_stat_ratio"],
-                      CONTROL_STAT_RATIO_MAX, paper="physics-aligned features are regime-uniform"),
-        Claim.at_most("B2 E5 oracle ξ_dyn intense/moderate", mean.loc["E5", "xi_dyn_ratio"],
-                      CONTROL_DYN_RATIO_MAX, paper="physics-aligned features are regime-uniform"),
-        Claim.at_most("B2 E4 supervised CNN intense median ξ_stat", mean.loc["E4", "xi_stat_intense"],
-                      SUPERVISED_INTENSE_MAX,
-                      paper="pixel-supervised CNN beats every frozen VFM in the intense regime"),
-    ]
-    for enc in ("E1", "E2"):
-        claims.append(Claim.at_least(
-            f"B3 {enc} intense mean ξ_dyn / E5's", mean.loc[enc, "xi_dyn_intense"]
-            / mean.loc["E5", "xi_dyn_intense"], DYN_VS_ORACLE_MIN,
-            paper="ξ_dyn rises monotonically below 980 hPa (Fig. 3)"))
-    pr_int, pr_mod, pr_kind = (("pr_std_intense", "pr_std_moderate", "standardized features")
-                               if config.geometry_standardize
-                               else ("pr_intense", "pr_moderate", "raw features"))
-    for enc in ("E1", "E2"):
-        sub = frame[frame.encoder == enc]
-        worst = float((sub[pr_int] / sub[pr_mod]).max())
-        claims.append(Claim(f"B4 {enc} PR[920,980) / PR[990,1010) (max over seeds)",
-                            "d_eff ≈ 60% lower in intense bins (DINOv3, Fig. 4)", worst,
-                            "< 1 (every seed)", bool(np.isfinite(worst) and worst < 1.0),
-                            note=f"participation ratio of {pr_kind}"))
-    for enc in ("E1", "E2"):
-        ratio = mean.loc[enc, "ood_ratio"]
-        claims.append(Claim(f"B5 {enc} held-out-basin MAE / in-distribution MAE (with B1 collapse)",
-                            "cross-agency OOD MAE close to in-distribution (Fig. 1c)", float(ratio),
-                            f"≤ {OOD_RATIO_MAX:g} and B1 holds",
-                            bool(ratio <= OOD_RATIO_MAX and collapse_ok[enc])))
-    claims.append(Claim.at_most(
-        "B6 E5 pairwise ψ_con (moderate) minus E1's (soft bar)",
-        mean.loc["E5", "psi_con_moderate"] - mean.loc["E1", "psi_con_moderate"], 0.0,
-        paper="ψ_con ≈ 20% moderate → ≈ 55% intense",
-        note="Resolution (not from the paper): pairwise ψ_con (low- vs high-latitude frames "
-             "within 2.5 hPa); E5 " + ("with" if config.e5_background else "without")
-             + " the background-temperature feature"))
+    measurements = _paradox_measurements(_per_seed(jobs), config)
+    nosat = _per_seed(jobs, "control")
+    if nosat:
+        measurements.update(_paradox_measurements(nosat, config, "_nosat"))
+        crow = [{"encoder": e, "seed": s, **{k: d.loc[s, k] for k in metrics}}
+                for e, d in nosat.items() for s in d.index]
+        tables["generator control (no saturation)"] = summary_table(crow, "encoder", metrics)
+    else:
+        for key in [k for k in measurements if not k.endswith("_nosat")]:
+            measurements.setdefault(key + "_nosat", Measurement(
+                float("nan"), incomplete="generator control not run (generator_control=False)"))
     base = pd.DataFrame([j.metrics["baselines"] for j in jobs]).mean().to_frame("mean over seeds")
+    tables["baselines (MAE, hPa)"] = base.reset_index()
     notes = [f"ψ_con pairwise (moderate / intense), mean over seeds: " + ", ".join(
         f"{e} {mean.loc[e, 'psi_con_moderate']:.2f} / {mean.loc[e, 'psi_con_intense']:.2f}"
-        for e in names) + " (paper: ≈ 0.20 / ≈ 0.55)."]
+        for e in names) + f" (paper: ≈ 0.20 / ≈ 0.55); E5's ancillary input: "
+        f"{config.e5_ancillary}."]
     timing = pd.DataFrame([j.metrics["timings"] for j in jobs]).mean()
     notes.append("per-seed job seconds (mean): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     figures = {"paradox_xi_dyn": _profile_figure(jobs, names, "Exp B: ξ_dyn per 5-hPa bin"),
                "paradox_xi_stat": _stat_figure(mean)}
-    return Result(tables={"paradox": table, "baselines (MAE, hPa)": base.reset_index()},
-                  figures=figures, claims=claims, notes=notes)
+    return Result(tables=tables, figures=figures, measurements=measurements, notes=notes)
 
 
 def _stat_figure(mean: pd.DataFrame):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = subplots(figsize=(6.5, 3.4))
     x = np.arange(len(mean))
     ax.bar(x - 0.2, mean.xi_stat_moderate, 0.4, label="moderate (P_c ≥ 980)")
     ax.bar(x + 0.2, mean.xi_stat_intense, 0.4, label="intense (P_c < 980)")
@@ -430,34 +480,22 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
     seconds = np.mean([j.metrics["seconds"] for j in jobs], axis=0)
     slope = loglog_slope(sizes, seconds)
     table = pd.DataFrame({"N": sizes, "fit seconds": seconds})
-    return Result(tables={"probe fit time": table}, claims=[Claim.at_most(
-        "probe fit time log-log slope in N (d = 64)", slope, SCALING_SLOPE_MAX,
-        paper="ridge CV is O(N d²) for N ≫ d")],
-        notes=["Timings on a shared 2-core machine; best of repeats."])
+    return Result(tables={"probe fit time": table}, measurements={"fit_time_slope": slope},
+                  notes=["Timings on a shared 2-core machine; best of repeats."])
 
 
 EXPERIMENT = register(Experiment(
-    slug="tcbench",
-    headline='paradox/B1 E1 intense median ξ_stat / max(E4, E5)',   # the abstract's main claim tested by the default parts
-    title="The Perception–Physics Paradox: Probing Scientific Alignment with TC-Bench",
+    slug="tcbench",  # title, claims and part descriptions: claims.toml
     parts=[
         Part(name="protocol", run=run_protocol, summarize=summarize_protocol,
              quick=ProtocolConfig(n_trajectories=150, min_count=200), full=ProtocolConfig(),
-             seeds=SEEDS, quick_seeds=(42,),
-             description="Exp A: probes on exact-truth latents (isomorphic / shortcut / nonlinear)"),
+             seeds=SEEDS, quick_seeds=(42,)),
         Part(name="paradox", run=run_paradox, summarize=summarize_paradox,
              quick=ParadoxConfig(n_trajectories=80, ae_epochs=2, ae_train_frames=800,
                                  cnn_epochs=6, min_count=100),
-             full=ParadoxConfig(), seeds=SEEDS, quick_seeds=(42,),
-             description="Exp B: image-level paradox with five encoders on SynthTC frames"),
+             full=ParadoxConfig(), seeds=SEEDS, quick_seeds=(42,)),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling,
              quick=ScalingConfig(sizes=(1000, 2000, 4000, 8000), repeats=2),
-             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,),
-             description="probe fit time vs number of frames (log-log slope)"),
+             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,)),
     ],
-    claims=["Frozen generic encoders collapse along P_c in the intense regime (< 980 hPa) "
-            "while physics-aligned encoders stay regime-uniform",
-            "Dynamics (ξ_dyn) and latent geometry (participation ratio) degrade with the collapse",
-            "Held-out-agency error looks fine despite the collapse (the paradox)"],
-    reference=REFERENCE,
 ))

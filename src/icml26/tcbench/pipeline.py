@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import ndimage
 from scipy.io import netcdf_file
 
+from ..core.io import atomic_file
 from ..core.validation import check_int
 from .data import BT_MAX, BT_MIN, TCFrames
 
@@ -257,8 +258,7 @@ def split_ids(ids: Sequence[str], fractions=SPLIT_FRACTIONS, seed: int = 42) -> 
 
 def _write_storm(path: Path, storm: pd.DataFrame, frames: np.ndarray, valid: np.ndarray) -> None:
     first = storm.iloc[0]
-    tmp = path.with_suffix(".tmp")
-    with netcdf_file(tmp, "w", version=2) as nc:
+    with atomic_file(path) as tmp, netcdf_file(tmp, "w", version=2) as nc:
         nc.createDimension("time", len(storm))
         nc.createDimension("y", frames.shape[1])
         nc.createDimension("x", frames.shape[2])
@@ -278,7 +278,6 @@ def _write_storm(path: Path, storm: pd.DataFrame, frames: np.ndarray, valid: np.
         var("step", "i4", ("time",), storm.step.to_numpy())
         var("interpolated", "i1", ("time",), storm.interpolated.to_numpy())
         var("pressure_wind_valid", "i1", ("time",), np.ones(len(storm), np.int8))
-    os.replace(tmp, path)
 
 
 def build_tcbench(ibtracs_csv, gridsat_dir, out_dir, agencies=None, years=None,
