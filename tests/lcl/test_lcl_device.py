@@ -55,6 +55,7 @@ NO_DEVICE = {
     "clone_fate_compositions": "numpy counting of clone fates",
     "kl_composition": "numpy KL between composition arrays",
     "pca_embedding": "scikit-learn PCA",
+    "pca_lda_embedding": "scikit-learn PCA and linear discriminant analysis on numpy arrays",
 }
 
 

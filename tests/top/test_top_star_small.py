@@ -100,4 +100,4 @@ def test_ndcg_spread_reports_per_seed_gain_and_where_the_bar_lies():
     assert gains["gain"].tolist() == pytest.approx([0.04, 0.06, 0.08])
     note = ndcg_spread_note(gains, TEXT_SEEDS)
     assert "mean 0.0600 ± sd 0.0200 over 3 seeds" in note and "lies inside it" in note
-    assert TEXT_SEEDS.objectives == ("ntp", "top") and TEXT_SEEDS.steps == 200
+    assert TEXT_SEEDS.objectives == ("ntp", "top", "top_unrelated") and TEXT_SEEDS.steps == 200
