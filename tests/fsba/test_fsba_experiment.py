@@ -22,10 +22,6 @@ def _by_id(outcome):
     return outcome.claims_by_id()               # raises on a failed job or summarize
 
 
-def _specs(experiment, part, *ids):
-    return [s for s in experiment.part(part).claim_specs if s.id in ids]
-
-
 def test_saddle_quick_builds_every_table_claim_with_its_controls(experiment):
     outcome = run_part(experiment, "saddle", quick=True)
     assert not outcome.failed_jobs
@@ -56,7 +52,7 @@ def test_the_stable_plane_is_invariant_and_the_default_start_is_off_it():
 def test_a_planted_control_flips_the_saddle_verdicts(experiment):
     from icml26.core.claims import Measurement, evaluate
 
-    specs = _specs(experiment, "saddle", "saddle/fsba_reach", "saddle/pf2ba_over_fsba")
+    specs = experiment.claim_specs("saddle/fsba_reach", "saddle/pf2ba_over_fsba")
     good = {"fsba_reach": 1.0, "noop_reach": 0.0, "f2ba_reach": 0.0,
             "pf2ba_over_fsba": Measurement(4.0, interval=(3.5, 4.6)),
             "pf2ba_over_f2ba": 1.0, "pf2ba_over_exact": 1.2}
@@ -101,7 +97,7 @@ def test_lazy_scaling_quick_cost_ratio_above_one(experiment):
 def test_a_lazy_time_slope_the_no_lazy_control_also_shows_is_not_earned(experiment):
     from icml26.core.claims import evaluate
 
-    specs = _specs(experiment, "lazy-scaling", "lazy-scaling/lazy_all_reach",
+    specs = experiment.claim_specs("lazy-scaling/lazy_all_reach",
                    "lazy-scaling/time_slope")
     base = {"lazy_all_reach": 1.0, "time_slope": 0.5}
     assert evaluate(specs, {**base, "time_slope_nolazy": 0.0})[1].verdict == "PASS"

@@ -26,10 +26,6 @@ def _by_id(outcome):
     return outcome.claims_by_id()               # raises on a failed job or summarize
 
 
-def _specs(experiment, part, *ids):
-    return [s for s in experiment.part(part).claim_specs if s.id in ids]
-
-
 def test_fate_quick_run_builds_every_table_claim_with_its_controls(experiment):
     outcome = run_part(experiment, "fate", quick=True)
     claims = _by_id(outcome)
@@ -46,7 +42,7 @@ def test_fate_quick_run_builds_every_table_claim_with_its_controls(experiment):
 def test_a_fate_claim_against_uninformative_baselines_is_incomplete(experiment):
     """When the scVI-sized embeddings predict no better than uniform, 'LCL beats them' cannot
     be read as 'LCL beats scVI'; a uniform prediction that meets the bar makes it unearned."""
-    specs = _specs(experiment, "fate", "fate/scvi_informative", "fate/kl_vs_scvi")
+    specs = experiment.claim_specs("fate/scvi_informative", "fate/kl_vs_scvi")
     good = {"scvi_informative": 0.7, "kl_vs_scvi": Measurement(0.6, interval=(0.5, 0.7)),
             "uniform_vs_scvi": 1.3, "lda_vs_scvi": 0.5}
     assert [c.verdict for c in evaluate(specs, good)] == ["PASS", "PASS"]
@@ -64,7 +60,7 @@ def test_cycle_invariance_counts_only_with_fate_signal(experiment):
     blind = _gated_cycle(frame, "B", "cycle_r2", 0.4)        # 0.5 / 0.4 > FATE_SIGNAL_BAR
     assert blind.value == math.inf and "no fate signal" in blind.note
     assert 0.5 / 0.4 > FATE_SIGNAL_BAR
-    specs = _specs(experiment, "fate", "fate/cycle_r2_z")
+    specs = experiment.claim_specs("fate/cycle_r2_z")
     verdict = evaluate(specs, {"cycle_r2_z": 0.05, "cycle_r2_pca10": blind.value,
                                "cycle_r2_lda": 0.3})[0].verdict
     assert verdict == "PASS"

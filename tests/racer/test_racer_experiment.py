@@ -76,12 +76,8 @@ def test_scaling_quick_reports_a_finite_slope(experiment):
     assert math.isfinite(claim.measured) and claim.bar == "≤ 1.15" and claim.kind == "check"
 
 
-def _spec(experiment, claim_id):
-    return [s for s in experiment.part(claim_id.split("/")[0]).claim_specs if s.id == claim_id]
-
-
 def test_a_vote_gain_a_random_router_also_has_is_not_earned(experiment):
-    specs = _spec(experiment, "A/vote_gain_a0.1")
+    specs = experiment.claim_specs("A/vote_gain_a0.1")
     gain = Measurement(0.04, interval=(0.03, 0.05))
     verdict = lambda ctrl: evaluate(specs, {"vote_gain_a0.1": gain,  # noqa: E731
                                             "vote_gain_random_a0.1": ctrl})[0].verdict
@@ -91,7 +87,7 @@ def test_a_vote_gain_a_random_router_also_has_is_not_earned(experiment):
 
 
 def test_a_size_against_top_k_is_decided_on_the_interval(experiment):
-    specs = _spec(experiment, "A/size_minus_topk_a0.1")
+    specs = experiment.claim_specs("A/size_minus_topk_a0.1")
     control = {"size_minus_topk_random_a0.1": 1.2}
     verdict = lambda lo, hi: evaluate(specs, {  # noqa: E731
         "size_minus_topk_a0.1": Measurement((lo + hi) / 2, interval=(lo, hi)), **control})[0].verdict

@@ -41,12 +41,8 @@ def test_part_a_quick_builds_every_claim_with_the_wald_control(experiment):
     assert "offset-GLM Wald" in set(result.tables["A_feature_identification"]["method"])
 
 
-def _spec(experiment, claim_id):
-    return [s for s in experiment.part(claim_id.split("/")[0]).claim_specs if s.id == claim_id]
-
-
 def test_a_lead_is_not_earned_when_the_wald_ranking_clears_it_too(experiment):
-    specs = _spec(experiment, "A/error_ratio_n200")
+    specs = experiment.claim_specs("A/error_ratio_n200")
     ratio = Measurement(0.25, interval=(0.15, 0.40))
     verdict = lambda wald: evaluate(specs, {"error_ratio_n200": ratio,  # noqa: E731
                                             "error_ratio_wald_n200": wald})[0].verdict

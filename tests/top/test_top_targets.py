@@ -254,11 +254,16 @@ def _graded_ndcg_loop(scores, targets, k, exponential=False):
     return out
 
 
-def test_graded_ndcg_matches_direct_loop_on_real_targets():
-    gen = torch.Generator().manual_seed(5)
+def _window_targets_and_scores(seed):
+    """Real TOP targets of random label rows (V = 12, W = 8) and random scores of their shape."""
+    gen = torch.Generator().manual_seed(seed)
     labels = torch.randint(0, 12, (3, 20), generator=gen)
     targets = top_targets(labels, vocab_size=12, window=8, seq_len=12).reshape(-1, 12)
-    scores = torch.randn(targets.shape, generator=gen)
+    return targets, torch.randn(targets.shape, generator=gen)
+
+
+def test_graded_ndcg_matches_direct_loop_on_real_targets():
+    targets, scores = _window_targets_and_scores(5)
     got = ndcg_at_k(scores, targets, k=5, gain="graded")
     assert got.tolist() == pytest.approx(_graded_ndcg_loop(scores, targets, 5), rel=1e-5)
     # ranking by the targets themselves is ideal; binary gain ignores the order inside the window
@@ -270,10 +275,7 @@ def test_graded_ndcg_matches_direct_loop_on_real_targets():
 
 
 def test_exponential_ndcg_matches_direct_loop_and_weighs_the_nearest_tokens():
-    gen = torch.Generator().manual_seed(6)
-    labels = torch.randint(0, 12, (3, 20), generator=gen)
-    targets = top_targets(labels, vocab_size=12, window=8, seq_len=12).reshape(-1, 12)
-    scores = torch.randn(targets.shape, generator=gen)
+    targets, scores = _window_targets_and_scores(6)
     got = ndcg_at_k(scores, targets, k=5, gain="exponential")
     assert got.tolist() == pytest.approx(_graded_ndcg_loop(scores, targets, 5, exponential=True), rel=1e-5)
     # W = 128: 2**128 overflows float32; the gains are float64

@@ -426,6 +426,11 @@ class Experiment:
             f"experiment {self.slug!r} has no part {name!r}; parts: "
             + ", ".join(p.name for p in self.parts))
 
+    def claim_specs(self, *ids: str) -> list:
+        """The claim-table rows with these ids (``part/key``), in table order."""
+        parts = {i.split("/", 1)[0] for i in ids}
+        return [s for name in parts for s in self.part(name).claim_specs if s.id in ids]
+
     def select(self, names: Sequence[str] | None = None) -> list[Part]:
         """The parts to run: the named ones, or all default parts."""
         if not names:

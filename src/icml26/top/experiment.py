@@ -708,8 +708,7 @@ def run_text(config: TextConfig, seed: int, task: dict) -> dict:
     (train, val, _), sha1 = stdlib_char_ids()
     torch.manual_seed(seed)
     vocab = CharTokenizer().vocab_size
-    corpus = torch.as_tensor(train)[None]
-    check_token_data(vocab, corpus, corpus, corpus)
+    check_labels(torch.as_tensor(train)[None], vocab, IGNORE, name="corpus")   # once per job
     gpt = GPTConfig(vocab_size=vocab, block_size=config.seq_len, n_layer=config.n_layer,
                     n_head=config.n_head, n_embd=config.n_embd, tie_embeddings=True)
     model = build_model(objective, gpt, n_future=config.n_future, seed=seed).to(job_device())
@@ -815,18 +814,15 @@ def _with_ndcg_control(claim: Claim, frame: pd.DataFrame, gain: str, config: Tex
 
 def ndcg_spread_note(gains: pd.DataFrame, config: TextConfig, bar: float = 0.05) -> str:
     """mean ± sd of the per-seed NDCG gain, its 95 % t-interval, and where the bar sits."""
-    from scipy import stats as sps
-
     g = gains["gain"].to_numpy(float)
     if len(g) < 2:
         return f"{config.ndcg_gain} NDCG gain per seed: {g.round(4).tolist()} (one seed: no spread)"
     mean, sd = float(g.mean()), float(g.std(ddof=1))
-    half = float(sps.t.ppf(0.975, len(g) - 1) * sd / math.sqrt(len(g)))
-    where = ("inside" if mean - half <= bar <= mean + half else
-             "above" if bar > mean + half else "below")
+    lo, hi = paired_t_interval(g)
+    where = "inside" if lo <= bar <= hi else "above" if bar > hi else "below"
     return (f"{config.ndcg_gain} NDCG gain per seed {dict(zip(gains.seed.tolist(), g.round(4).tolist()))}: "
             f"mean {mean:.4f} ± sd {sd:.4f} over {len(g)} seeds, 95 % t-interval "
-            f"[{mean - half:.4f}, {mean + half:.4f}]; the bar {bar} lies {where} it")
+            f"[{lo:.4f}, {hi:.4f}]; the bar {bar} lies {where} it")
 
 
 def summarize_text(jobs, config: TextConfig, label: str = "E2") -> Result:
