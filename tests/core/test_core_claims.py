@@ -124,12 +124,34 @@ def test_negative_control_that_meets_the_bar_makes_a_pass_not_earned():
     assert _verdict(table, {"gain": 0.3, "gain_random": 0.0}) == ["PASS"]
     claim = evaluate(table.for_part("main"), {"gain": 0.3, "gain_random": 0.2})[0]
     assert claim.verdict == "NOT EARNED" and not claim.passed
-    assert claim.control == {"key": "gain_random", "measured": 0.2, "meets_bar": True}
+    assert claim.control == {"key": "gain_random", "measured": 0.2, "interval": None,
+                             "meets_bar": True, "verdict": "PASS"}
     assert "negative control" in claim.note
     # a failing method stays FAIL whatever the control does
     assert _verdict(table, {"gain": 0.0, "gain_random": 0.2}) == ["FAIL"]
     # a control that was not measured cannot certify a pass
     assert _verdict(table, {"gain": 0.3}) == ["INCOMPLETE"]
+
+
+def test_negative_control_with_an_interval_is_judged_by_the_interval():
+    table = _one(negative_control="gain_random")  # bar: gain >= 0.1
+    def run(lo, hi, point):
+        ctrl = Measurement(point, interval=(lo, hi))
+        return evaluate(table.for_part("main"), {"gain": 0.3, "gain_random": ctrl})[0]
+    # the whole interval on the wrong side: the stand-in fails the bar, the pass stands
+    assert run(-0.1, 0.05, 0.0).verdict == "PASS"
+    # straddling: a point below the bar no longer certifies the pass ...
+    claim = run(-0.05, 0.15, 0.05)
+    assert claim.verdict == "INCONCLUSIVE" and "straddles" in claim.note
+    assert claim.control["verdict"] == "INCONCLUSIVE" and claim.control["interval"] == (-0.05, 0.15)
+    # ... and a point above it no longer proves the claim unearned
+    assert run(0.0, 0.3, 0.12).verdict == "INCONCLUSIVE"
+    # the whole interval meets the bar: not earned
+    assert run(0.12, 0.3, 0.2).verdict == "NOT EARNED"
+    # a failing method stays FAIL whatever the control's interval
+    claim = evaluate(table.for_part("main"), {"gain": 0.0,
+                                              "gain_random": Measurement(0.05, interval=(0.0, 0.2))})[0]
+    assert claim.verdict == "FAIL"
 
 
 def test_interval_measurement_gives_three_way_verdicts():

@@ -87,6 +87,39 @@ def test_a_gone_claim_a_new_config_or_new_seeds_make_it_stale(recorded, monkeypa
     assert any("seeds" in r for r in ledger.check("example", recorded)["reasons"])
 
 
+def test_rederive_rewrites_verdicts_only_when_the_measurements_stay(recorded, monkeypatch):
+    original = EXPERIMENT.parts[0].summarize
+
+    def stricter_reading(jobs, config):  # same measurement and bar, read as not earned
+        result = original(jobs, config)
+        c = result.claims[0]
+        return Result(tables=result.tables, figures=result.figures, notes=result.notes,
+                      claims=[dataclasses.replace(c, not_earned=True, note="control passes")])
+
+    assert ledger.rederive("example", "no rule changed", recorded) == []
+    assert "rederived" not in ledger.load("example", recorded)
+    monkeypatch.setattr(EXPERIMENT.parts[0], "summarize", stricter_reading)
+    assert not ledger.check("example", recorded)["current"]
+    with pytest.raises(ledger.LedgerError, match="reason"):
+        ledger.rederive("example", "  ", recorded)
+    changes = ledger.rederive("example", "controls read by interval", recorded)
+    assert changes == ["rate/log-log slope of error in n: PASS → NOT EARNED"]
+    led = ledger.load("example", recorded)
+    assert led["parts"][0]["claims"][0]["verdict"] == "NOT EARNED"
+    (entry,) = led["rederived"]
+    assert entry["reason"] == "controls read by interval" and entry["changes"] == changes
+    assert ledger.check("example", recorded)["current"]
+
+    def other_measurement(jobs, config):
+        result = original(jobs, config)
+        c = result.claims[0]
+        return Result(claims=[dataclasses.replace(c, measured=c.measured + 1.0)])
+
+    monkeypatch.setattr(EXPERIMENT.parts[0], "summarize", other_measurement)
+    with pytest.raises(ledger.LedgerError, match="measured"):
+        ledger.rederive("example", "not a reading change", recorded)
+
+
 def test_quick_or_set_or_seeds_runs_are_not_recorded(example, tmp_path):
     (tmp_path / "pkg" / "example").mkdir(parents=True)
     cases = {"quick": (dict(quick=True), {"quick": True}),

@@ -54,8 +54,10 @@ Verdicts, in the order they are decided:
 
 A bar with an interval reads PASS only when the whole interval clears it, FAIL when the
 whole interval lies on the wrong side, INCONCLUSIVE otherwise. A negative control is judged
-on its point value (the conservative side: a stand-in whose point estimate meets the bar
-already makes the claim unearned).
+by the same rule: a control with an interval makes a passing claim NOT EARNED when its whole
+interval meets the bar, INCONCLUSIVE when its interval straddles the bar (the data cannot
+tell whether the stand-in would pass), and lets the PASS stand only when its whole interval
+lies on the wrong side; a control without an interval is judged on its value.
 
 Examples
 --------
@@ -70,6 +72,9 @@ Examples
 ['NOT EARNED']
 >>> m = Measurement(0.3, interval=(0.05, 0.55))
 >>> [c.verdict for c in evaluate(table.for_part("main"), {"gain": m, "gain_random": 0.0})]
+['INCONCLUSIVE']
+>>> ctrl = Measurement(0.02, interval=(-0.05, 0.12))
+>>> [c.verdict for c in evaluate(table.for_part("main"), {"gain": 0.3, "gain_random": ctrl})]
 ['INCONCLUSIVE']
 """
 
@@ -422,6 +427,16 @@ def _as_measurement(value: Any) -> Measurement:
     return value if isinstance(value, Measurement) else Measurement(value)
 
 
+def _control_verdict(bar: Bar, ctrl: Measurement) -> str:
+    """How a negative control fares against the claim's bar, by the same rule as a claim:
+    from its interval where it has one (PASS / FAIL / INCONCLUSIVE), else from its value."""
+    if ctrl.value is None:
+        return "INCOMPLETE"
+    if ctrl.interval is not None and bar.op != "true":
+        return bar.interval_verdict(*ctrl.interval)
+    return "PASS" if bar.holds(ctrl.value) else "FAIL"
+
+
 def evaluate(specs: Sequence[ClaimSpec], measurements: Mapping[str, Any]) -> list:
     """Build the :class:`~icml26.core.experiment.Claim` of each spec from a part's
     measurements (keys as in the specs' ids; values plain or :class:`Measurement`)."""
@@ -454,16 +469,23 @@ def evaluate(specs: Sequence[ClaimSpec], measurements: Mapping[str, Any]) -> lis
                                 "interval": comp.interval}
         if spec.negative_control is not None:
             ctrl = _as_measurement(measurements.get(spec.negative_control, Measurement(None)))
-            meets = spec.bar.holds(ctrl.value)
+            ctrl_verdict = _control_verdict(spec.bar, ctrl)
             claim.control = {"key": spec.negative_control, "measured": ctrl.value,
-                             "meets_bar": meets}
+                             "interval": ctrl.interval, "meets_bar": ctrl_verdict == "PASS",
+                             "verdict": ctrl_verdict}
+            where = (f"{spec.negative_control} = {fmt_number(ctrl.value)}"
+                     + (f" [{fmt_number(ctrl.interval[0])}, {fmt_number(ctrl.interval[1])}]"
+                        if ctrl.interval is not None else ""))
             if ctrl.value is None and claim.passed:
                 claim.passed, claim.incomplete = False, True
                 notes.append(f"negative control {spec.negative_control!r} not measured")
-            elif meets and claim.passed:
+            elif ctrl_verdict == "PASS" and claim.passed:
                 claim.passed, claim.not_earned = False, True
-                notes.append(f"not earned: the negative control ({spec.negative_control} = "
-                             f"{fmt_number(ctrl.value)}) meets the bar too")
+                notes.append(f"not earned: the negative control ({where}) meets the bar too")
+            elif ctrl_verdict == "INCONCLUSIVE" and claim.passed:
+                claim.passed, claim.inconclusive = False, True
+                notes.append(f"inconclusive: the negative control's interval ({where}) "
+                             "straddles the bar, so the data cannot say the stand-in fails it")
         claim.alt = [{"label": label, "bar": str(bar),
                       "verdict": (bar.interval_verdict(*m.interval)
                                   if m.interval is not None and bar.op != "true"

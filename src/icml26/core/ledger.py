@@ -16,6 +16,13 @@ claim that is gone or new, a changed default config or seed list, or a summary t
 computes something else makes the entry *stale*; ``icml26 list`` says so, and
 ``tests/core/test_core_ledger.py`` fails until the part is run and recorded again.
 
+When only the *reading* of the measurements changes (a core verdict rule, a negative
+control or requirement added to a claim table) while every measured value stays,
+``python -m icml26.core.ledger rederive SLUG --reason TEXT`` (:func:`rederive`) rewrites
+the verdicts from the recorded jobs and keeps each change, with the reason, the date and
+the commit, in the ledger's ``rederived`` list; it refuses when a measured value, a bar, a
+config or a seed list changed, which need a new recorded run.
+
 Method READMEs and the top-level README show the ledger in blocks between
 ``<!-- ledger:begin -->`` and ``<!-- ledger:end -->`` that ``python -m icml26.core.ledger
 readme`` writes (``--check`` exits 1 when one is out of date; a test runs it).
@@ -24,6 +31,7 @@ readme`` writes (``--check`` exits 1 when one is out of date; a test runs it).
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import gzip
 import hashlib
 import io
@@ -216,6 +224,11 @@ def record_data(data: dict, slug: str, *, root: Path | None = None) -> Path:
     ledger = {"about": _ABOUT, "slug": slug, "title": exp.title,
               "headline": _headline_id(exp, ordered),
               "runs": {k: v for k, v in runs.items() if k in used}, "parts": ordered}
+    replaced = {p["part"] for p in experiment["parts"]}
+    kept = [{**e, "changes": [c for c in e["changes"] if c.split("/", 1)[0] not in replaced]}
+            for e in old.get("rederived", [])]
+    if any(e["changes"] for e in kept):
+        ledger["rederived"] = [e for e in kept if e["changes"]]
     folder = _root(root) / slug
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / LEDGER_FILE,
@@ -366,6 +379,100 @@ def _config_diff(recorded: dict, current: dict) -> list[str]:
     return out
 
 
+def _resummarize(exp, lp: dict, jobs: dict):
+    """Apply the part's current ``summarize`` to its recorded jobs.
+
+    Returns ``(result, reasons)``: ``result`` is None, with the reasons, when the part is
+    gone, its config or seeds changed, its jobs are missing or summarize raised.
+    """
+    from .experiment import ConfigError, JobResult, jsonable
+    from .runner import _summarize, collect_warnings
+
+    name = lp["part"]
+    try:
+        part = exp.part(name)
+    except ConfigError:
+        return None, [f"{name}: the part no longer exists"]
+    config_reasons = _config_diff(lp["config"], jsonable(dataclasses.asdict(part.full)))
+    if config_reasons:
+        return None, [f"{name}: {r}" for r in config_reasons]
+    if list(lp["seeds"]) != list(part.default_seeds(False)):
+        return None, [f"{name}: seeds {lp['seeds']} → {part.default_seeds(False)}"]
+    if name not in jobs:
+        return None, [f"{name}: the recorded jobs are missing ({JOBS_FILE})"]
+    results = [JobResult(name, j["seed"], j["task"], j["metrics"], j.get("seconds") or 0.0,
+                         cpu_seconds=j.get("cpu_seconds")) for j in jobs[name]]
+    with collect_warnings():
+        result, error = _summarize(part, results, part.full)
+    _close(result)
+    if error:
+        return None, [f"{name}: summarize raised on the recorded jobs: "
+                      f"{error.strip().splitlines()[-1]}"]
+    return result, []
+
+
+def _claim_diffs(name: str, then_claims: list, result, *, verdicts: bool = True) -> list[str]:
+    from .experiment import jsonable
+
+    now = {c.name: c for c in result.claims}
+    then = {c["name"]: c for c in then_claims}
+    reasons = [f"{name}: claim {c!r} is no longer produced" for c in then.keys() - now.keys()]
+    reasons += [f"{name}: new claim {c!r}" for c in now.keys() - then.keys()]
+    for cname in then.keys() & now.keys():
+        old, new = then[cname], now[cname]
+        if old["bar"] != new.bar:
+            reasons.append(f"{name}: {cname!r} bar {old['bar']!r} → {new.bar!r}")
+        elif old.get("kind", "paper") != new.kind:
+            reasons.append(f"{name}: {cname!r} kind {old.get('kind', 'paper')} → {new.kind}")
+        elif not _same(old["measured"], jsonable(new.measured)):
+            reasons.append(f"{name}: {cname!r} measured {old['measured']!r} → "
+                           f"{jsonable(new.measured)!r} from the same jobs")
+        elif verdicts and old["verdict"] != new.verdict:
+            reasons.append(f"{name}: {cname!r} verdict {old['verdict']} → {new.verdict}")
+    return reasons
+
+
+def rederive(slug: str, reason: str, root: Path | None = None) -> list[str]:
+    """Re-derive ``slug``'s recorded verdicts from its recorded jobs with the current rules.
+
+    For a change in how verdicts are read (a core rule, a control added to a claim's
+    table), not in what is measured: every part must keep its config and seeds, and every
+    claim its name, bar, kind and measured value, else this raises :class:`LedgerError`
+    and the method needs a new recorded run. The verdicts, notes and controls are
+    rewritten; each change is kept in the ledger's ``rederived`` list with ``reason``,
+    the date and the commit. Returns the changes as ``"id: OLD → NEW"`` lines.
+    """
+    from .experiment import get_experiment
+    from .io import atomic_write_text
+
+    if not reason or not reason.strip():
+        raise LedgerError("rederive needs a reason (what rule changed)")
+    ledger = load(slug, root)
+    if ledger is None:
+        raise LedgerError(f"{slug}: no ledger recorded")
+    exp = get_experiment(slug)
+    jobs = load_jobs(slug, root)
+    changes, parts = [], []
+    for lp in ledger["parts"]:
+        result, reasons = _resummarize(exp, lp, jobs)
+        reasons = reasons or _claim_diffs(lp["part"], lp["claims"], result, verdicts=False)
+        if reasons:
+            raise LedgerError(f"{slug}: cannot re-derive without a new run: " + "; ".join(reasons))
+        now = {c.name: _claim_entry(lp["part"], c.to_dict()) for c in result.claims}
+        for c in lp["claims"]:
+            if c["verdict"] != now[c["name"]]["verdict"]:
+                changes.append(f"{c['id']}: {c['verdict']} → {now[c['name']]['verdict']}")
+        parts.append({**lp, "claims": [now[c["name"]] for c in lp["claims"]]})
+    if changes:
+        ledger["parts"] = parts
+        ledger.setdefault("rederived", []).append(
+            {"date": _dt.date.today().isoformat(), "commit": git_provenance().get("commit"),
+             "reason": reason.strip(), "changes": changes})
+        atomic_write_text(_root(root) / slug / LEDGER_FILE,
+                          json.dumps(ledger, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    return changes
+
+
 def check(slug: str, root: Path | None = None) -> dict:
     """Whether ``slug``'s ledger still matches the code: ``{"current", "reasons", "parts"}``.
 
@@ -373,8 +480,7 @@ def check(slug: str, root: Path | None = None) -> dict:
     recorded ones, and its current ``summarize`` applied to the recorded jobs gives the same
     claims (names, bars, measured values, verdicts). Imports the method; runs no job.
     """
-    from .experiment import ConfigError, JobResult, get_experiment, jsonable
-    from .runner import _summarize, collect_warnings
+    from .experiment import ConfigError, get_experiment
 
     ledger = load(slug, root)
     if ledger is None:
@@ -389,49 +495,12 @@ def check(slug: str, root: Path | None = None) -> dict:
     jobs = load_jobs(slug, root)
     reasons, checked = [], []
     for lp in ledger["parts"]:
-        name = lp["part"]
-        try:
-            part = exp.part(name)
-        except ConfigError:
-            reasons.append(f"{name}: the part no longer exists")
+        result, why = _resummarize(exp, lp, jobs)
+        if result is None:
+            reasons += why
             continue
-        config_reasons = _config_diff(lp["config"], jsonable(dataclasses.asdict(part.full)))
-        if config_reasons:
-            reasons += [f"{name}: {r}" for r in config_reasons]
-            continue
-        if list(lp["seeds"]) != list(part.default_seeds(False)):
-            reasons.append(f"{name}: seeds {lp['seeds']} → {part.default_seeds(False)}")
-            continue
-        if name not in jobs:
-            reasons.append(f"{name}: the recorded jobs are missing ({JOBS_FILE})")
-            continue
-        results = [JobResult(name, j["seed"], j["task"], j["metrics"], j.get("seconds") or 0.0,
-                             cpu_seconds=j.get("cpu_seconds")) for j in jobs[name]]
-        with collect_warnings():
-            result, error = _summarize(part, results, part.full)
-        _close(result)
-        if error:
-            reasons.append(f"{name}: summarize raised on the recorded jobs: "
-                           f"{error.strip().splitlines()[-1]}")
-            continue
-        now = {c.name: c for c in result.claims}
-        then = {c["name"]: c for c in lp["claims"]}
-        for cname in then.keys() - now.keys():
-            reasons.append(f"{name}: claim {cname!r} is no longer produced")
-        for cname in now.keys() - then.keys():
-            reasons.append(f"{name}: new claim {cname!r}")
-        for cname in then.keys() & now.keys():
-            old, new = then[cname], now[cname]
-            if old["bar"] != new.bar:
-                reasons.append(f"{name}: {cname!r} bar {old['bar']!r} → {new.bar!r}")
-            elif old.get("kind", "paper") != new.kind:
-                reasons.append(f"{name}: {cname!r} kind {old.get('kind', 'paper')} → {new.kind}")
-            elif not _same(old["measured"], jsonable(new.measured)):
-                reasons.append(f"{name}: {cname!r} measured {old['measured']!r} → "
-                               f"{jsonable(new.measured)!r} from the same jobs")
-            elif old["verdict"] != new.verdict:
-                reasons.append(f"{name}: {cname!r} verdict {old['verdict']} → {new.verdict}")
-        checked.append(name)
+        reasons += _claim_diffs(lp["part"], lp["claims"], result)
+        checked.append(lp["part"])
     return {"current": not reasons, "reasons": reasons, "parts": checked}
 
 
@@ -669,7 +738,19 @@ def update_readmes(root: Path | None = None, *, check_only: bool = False,
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    usage = "usage: python -m icml26.core.ledger readme [--check]"
+    usage = ("usage: python -m icml26.core.ledger readme [--check]\n"
+             "       python -m icml26.core.ledger rederive SLUG --reason TEXT")
+    if args[:1] == ["rederive"]:
+        if len(args) != 4 or args[2] != "--reason":
+            print(usage)
+            return 2
+        try:
+            changes = rederive(args[1], args[3])
+        except LedgerError as exc:
+            print(exc)
+            return 1
+        print("\n".join(changes) if changes else f"{args[1]}: no verdict changed")
+        return 0
     if not args or args[0] != "readme" or args[1:] not in ([], ["--check"]):
         print(usage)
         return 2
