@@ -147,6 +147,8 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
                 table.add_row(slug, _headline_cell(slug, entry), verdict,
                               _part_summary(entry), date)
         console.print(table)
+        console.print("fail: not reproduced · n.e.: not earned · ?: inconclusive · "
+                      "inc.: incomplete", style="dim", highlight=False)
         n_impl = sum(1 for s in slugs if s in entries and "error" not in entries[s])
         console.print(f"{n_impl} of {len(slugs)} implemented. "
                       "Run one: icml26 run SLUG (add --quick for a smoke check).",
@@ -184,9 +186,10 @@ def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
         return Text("not recorded", style="dim"), Text("")
     n = ledger.counts(led)
     text = f"{n['PASS']}/{n['total']}" + (" pass" if n["PASS"] == n["total"] else "")
-    bad = n["FAIL"] + n["NOT EARNED"]
-    if bad:     # compact, so a row fits 80 columns: "17/20, 3 fail, 1 inc."
-        text += f", {bad} fail"
+    if n["FAIL"]:     # compact, so a row fits 80 columns: "17/20, 2 fail, 1 n.e., 1 inc."
+        text += f", {n['FAIL']} fail"
+    if n["NOT EARNED"]:
+        text += f", {n['NOT EARNED']} n.e."
     if n["INCONCLUSIVE"]:
         text += f", {n['INCONCLUSIVE']} ?"
     if n["INCOMPLETE"]:

@@ -194,6 +194,10 @@ def test_alternative_bars_are_reported_beside_without_changing_the_verdict():
     assert claim.verdict == "PASS"
     assert claim.alt == [{"label": "spec", "bar": "≥ 0.5", "verdict": "FAIL"},
                          {"label": "old", "bar": "≥ 0.05", "verdict": "PASS"}]
+    # an alternative bar cannot be judged on a measurement that is missing or incomplete
+    for m in ({}, {"gain": Measurement(0.3, incomplete="one seed")}):
+        claim = evaluate(table.for_part("main"), m)[0]
+        assert [a["verdict"] for a in claim.alt] == ["INCOMPLETE", "INCOMPLETE"]
 
 
 def test_known_negative_keeps_its_verdict_and_reason():

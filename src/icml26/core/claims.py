@@ -487,7 +487,8 @@ def evaluate(specs: Sequence[ClaimSpec], measurements: Mapping[str, Any]) -> lis
                 notes.append(f"inconclusive: the negative control's interval ({where}) "
                              "straddles the bar, so the data cannot say the stand-in fails it")
         claim.alt = [{"label": label, "bar": str(bar),
-                      "verdict": (bar.interval_verdict(*m.interval)
+                      "verdict": ("INCOMPLETE" if m.value is None or m.incomplete
+                                  else bar.interval_verdict(*m.interval)
                                   if m.interval is not None and bar.op != "true"
                                   else "PASS" if bar.holds(m.value) else "FAIL")}
                      for label, bar in spec.alt]

@@ -460,8 +460,13 @@ def rederive(slug: str, reason: str, root: Path | None = None) -> list[str]:
             raise LedgerError(f"{slug}: cannot re-derive without a new run: " + "; ".join(reasons))
         now = {c.name: _claim_entry(lp["part"], c.to_dict()) for c in result.claims}
         for c in lp["claims"]:
-            if c["verdict"] != now[c["name"]]["verdict"]:
-                changes.append(f"{c['id']}: {c['verdict']} → {now[c['name']]['verdict']}")
+            new = now[c["name"]]
+            if c["verdict"] != new["verdict"]:
+                changes.append(f"{c['id']}: {c['verdict']} → {new['verdict']}")
+            then_alt = {a["label"]: a["verdict"] for a in c.get("alt", [])}
+            changes += [f"{c['id']} ({a['label']} bar): {then_alt[a['label']]} → {a['verdict']}"
+                        for a in new.get("alt", [])
+                        if a["label"] in then_alt and then_alt[a["label"]] != a["verdict"]]
         parts.append({**lp, "claims": [now[c["name"]] for c in lp["claims"]]})
     if changes:
         ledger["parts"] = parts
