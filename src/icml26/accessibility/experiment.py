@@ -35,6 +35,7 @@ import torch
 from icml26.core.cache import atomic_file
 from icml26.core.device import cpu_only, device_cache_key, job_device, uses_device
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
+from icml26.core.figures import subplots
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, mean_std
 
 from .data import plateau_layers
@@ -69,16 +70,12 @@ def _key(model, source: str, fields: dict) -> str:
 
 @contextlib.contextmanager
 def _file_lock(path: Path):
-    """An exclusive lock file, so parallel jobs build a cache entry once."""
-    import fcntl
+    """An exclusive lock file, so parallel jobs build a cache entry once (``filelock``)."""
+    from filelock import FileLock
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(path):
+        yield
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,15 +92,6 @@ def _load_model(name: str):
 def _on_cpu(state: dict) -> dict:
     """A LayerStats state dict with its tensors on the CPU (a portable cache entry)."""
     return {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in state.items()}
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 # -- E1: the depth profile -------------------------------------------------------------------
@@ -191,8 +179,7 @@ def e1_statistics(frame: pd.DataFrame, n_layers: int) -> dict:
 
 
 def _depth_figure(frames: dict, n_layers: int, names: list):
-    plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
+    fig, axes = subplots(2, 2, figsize=(10, 7), sharex=True)
     P = plateau_layers(n_layers)
     panels = [("entropy_norm", "normalised spectral entropy Ĥ", False),
               ("erank", "effective rank (log scale)", True),
@@ -452,7 +439,6 @@ def _fmt_interval(iv: dict | None) -> str:
 
 
 def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
-    plt = _plt()
     recs = [dict(j.metrics, seed=j.seed) for j in jobs if not j.metrics.get("skipped")]
     frame = pd.DataFrame(recs)
     es = frame[~frame["arm"].str.endswith("_no_early_stop")].copy()
@@ -536,7 +522,7 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
                  f"AdamW lr {config.lr} wd {config.weight_decay}, ≤ {config.steps} steps of {config.batch_size}, "
                  f"dev every {config.eval_every} steps, patience {config.patience}; base test CE "
                  f"{es['base_ce'].iloc[0]:.3f}; protocol: {protocol}{bias_note}")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(12, 4.2))
     depth_arms = [f"m{m}" for m in config.layers if f"m{m}" in arms]
     xs = [int(a[1:]) for a in depth_arms]
     if all(intervals.get(a) is not None for a in depth_arms) and depth_arms:
@@ -621,10 +607,9 @@ def run_scaling(config: ScalingConfig, seed: int) -> dict:
 
 
 def summarize_scaling(jobs: list, config: ScalingConfig) -> Result:
-    plt = _plt()
     m = jobs[0].metrics
     slope = loglog_slope(m["sizes"], m["seconds"])
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    fig, ax = subplots(figsize=(4.5, 3.2))
     ax.loglog(m["sizes"], m["seconds"], "o-", label="measured")
     ax.loglog(m["sizes"], np.asarray(m["sizes"]) * m["seconds"][-1] / m["sizes"][-1], "--", label="∝ N")
     ax.set_xlabel("tokens N")

@@ -772,7 +772,8 @@ def fit_shared_bias(cache: PathwayCache, *, steps: int = 600, lr: float = 5e-3, 
 
 
 def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> dict:
-    """Mean paired gain ``reference − path`` over tokens with a percentile bootstrap interval.
+    """Mean paired gain ``reference − path`` over tokens with a paired BCa bootstrap interval
+    (:func:`icml26.core.stats.paired_mean_interval`, ``scipy.stats.bootstrap``).
 
     Parameters
     ----------
@@ -780,6 +781,7 @@ def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.9
         Per-token CE of the reference (the bias-only arm) and of the pathway arm, on the same
         tokens (pass the mean over seeds per token to pool seeds).
     n_boot : int
+        Bootstrap resamples.
     level : float in (0, 1)
     seed : int
 
@@ -806,8 +808,8 @@ def bootstrap_gain(reference_ce, path_ce, n_boot: int = 2000, level: float = 0.9
         raise ValueError("reference_ce and path_ce have 1 token; a bootstrap interval needs at least 2")
     check_int(n_boot, "n_boot", min_value=1)
     check_scalar_in(level, "level", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-    from icml26.core.stats import bootstrap_mean_interval
+    from icml26.core.stats import paired_mean_interval
 
     diff = ref - new
-    low, high = bootstrap_mean_interval(diff, level=level, n_boot=n_boot, seed=seed)
+    low, high = paired_mean_interval(diff, level=level, n_resamples=n_boot, seed=seed)
     return {"gain": float(diff.mean()), "low": low, "high": high, "n_tokens": int(diff.size)}

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .experiment import Claim, Experiment, Part, Result
+from .figures import subplots
 from .stats import loglog_slope, summary_table
 
 
@@ -48,16 +49,11 @@ def run(config: RateConfig, seed: int, task: dict) -> dict:
 
 
 def summarize(jobs: list, config: RateConfig) -> Result:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     records = [dict(j.metrics, seed=j.seed) for j in jobs]
     frame = pd.DataFrame(records)
     by_n = frame.groupby("n")["mean_abs_error"].mean()
     slope = loglog_slope(by_n.index.values, by_n.values)
-    fig, ax = plt.subplots(figsize=(4, 3))
+    fig, ax = subplots(figsize=(4, 3))
     ax.loglog(by_n.index, by_n.values, "o-", label="measured")
     ax.loglog(by_n.index, by_n.values[0] * np.sqrt(by_n.index[0] / by_n.index), "--",
               label="1/sqrt(n)")

@@ -494,9 +494,6 @@ def check(slug: str, root: Path | None = None) -> dict:
         exp = get_experiment(slug)
     except ConfigError as exc:
         return {"current": False, "reasons": [f"the method does not import: {exc}"], "parts": []}
-    import matplotlib
-
-    matplotlib.use("Agg")
     jobs = load_jobs(slug, root)
     reasons, checked = [], []
     for lp in ledger["parts"]:

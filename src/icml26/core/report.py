@@ -149,9 +149,9 @@ def _claim_dict(claim) -> dict:
 def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
     """Serialise an ExperimentOutcome; figures are saved as PNG into ``out_dir``."""
     import dataclasses
+    import sys
 
-    import matplotlib.pyplot as plt
-
+    plt = sys.modules.get("matplotlib.pyplot")  # close what a legacy summarize made in pyplot
     parts = []
     for p in outcome.parts:
         figures = {}
@@ -160,7 +160,8 @@ def outcome_to_dict(outcome, out_dir: Path | None = None) -> dict:
                 fname = _safe(f"{outcome.slug}__{p.part}__{name}") + ".png"
                 fig.savefig(Path(out_dir) / fname, dpi=FIGURE_DPI, bbox_inches="tight")
                 figures[name] = fname
-            plt.close(fig)
+            if plt is not None:
+                plt.close(fig)
         parts.append({
             "part": p.part,
             "config": jsonable(dataclasses.asdict(p.config)),

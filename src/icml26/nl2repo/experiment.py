@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
+from icml26.core.figures import subplots
 from icml26.core.stats import loglog_slope
 
 from .baselines import (CONTROL_EXPECTED_LABEL, CONTROLS, FORGER_CLASS, FORGERS, reference_agent,
@@ -81,15 +82,6 @@ def _run_one(task_id: str, agent: str, wall_s: float, sandbox: str) -> dict:
     rec["task_id"] = task_id
     rec["agent"] = agent
     return rec
-
-
-def _fig():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 # -- E1 ----------------------------------------------------------------------------------
@@ -204,8 +196,7 @@ def e1_summarize(jobs, config: E1Config) -> Result:
              f"F = {summary['fully_passed_rate']:.4f}, micro = {summary['micro_pass_rate']:.4f}, "
              f"CI95 = ({summary['ci95'][0]:.3f}, {summary['ci95'][1]:.3f}), "
              f"labels = {summary['failure_modes']}"]
-    plt = _fig()
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = subplots(figsize=(7, 3.5))
     for i, (tid, grp) in enumerate(frame.groupby("task_id", sort=False)):
         ax.scatter(range(len(grp)), grp["score"], label=tid, marker="o", alpha=0.7)
         exp = grp["expected"].astype(float)
@@ -327,8 +318,7 @@ def e2_summarize(jobs, config: E2Config) -> Result:
     notes = [f"isolation: {', '.join(isolation)}"]
     if not enforced:
         notes.append("WARNING: sandbox 'none' — network and hidden-file checks are NOT enforced")
-    plt = _fig()
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = subplots(figsize=(7, 3.2))
     agg = frame.groupby("control", sort=False)[["score", "legacy_score"]].mean()
     x = range(len(agg))
     ax.bar([i - 0.2 for i in x], agg["legacy_score"], width=0.4, label="official regex scorer")
@@ -446,8 +436,7 @@ def scaling_summarize(jobs, config: ScalingConfig) -> Result:
         claims.append(Claim.at_most("scaling: slope of harness overhead between the two largest |M|", step,
                                     1.15, paper="harness overhead O(|M|)",
                                     note=f"|M| = {top[0]['n_tests']} → {top[1]['n_tests']}"))
-    plt = _fig()
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    fig, ax = subplots(figsize=(4.5, 3.2))
     ax.loglog(n, frame["overhead_s"], "o-", label="overhead (total − pytest)")
     ax.loglog(n, frame["pytest_s"].clip(lower=1e-3), "s--", label="pytest's own duration")
     ax.loglog(n, frame["parse_score_s"].clip(lower=1e-6), "^:", label="JUnit parse + score")

@@ -1278,17 +1278,9 @@ class Results:
         path = Path(path)
         payload = {"agent": self.agent, "isolation": self.isolation,
                    "summary": self.summary() if self.records else None, "records": self.records}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(payload, fh, indent=1, default=str)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        from icml26.core.io import atomic_write_text
+
+        atomic_write_text(path, json.dumps(payload, indent=1, default=str))
         return path
 
 

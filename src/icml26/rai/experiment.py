@@ -16,22 +16,20 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-import matplotlib
+from matplotlib.patches import Rectangle
+import numpy as np
+import pandas as pd
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+from icml26.core.device import cpu_only, job_device, uses_device
+from icml26.core.experiment import Claim, Experiment, Part, Result, register
+from icml26.core.figures import subplots
+from icml26.core.stats import best_seconds, format_mean_std, loglog_slope
 
-from icml26.core.device import cpu_only, job_device, uses_device  # noqa: E402
-from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
-from icml26.core.stats import best_seconds, format_mean_std, loglog_slope  # noqa: E402
-
-from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, OracleReplacement, RAIDefense  # noqa: E402
-from .glyphsafe import UNSAFE_WORDS, GlyphSafe, GlyphSafeConfig, model_device  # noqa: E402
-from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, UnsafePrototypeSubspace  # noqa: E402
-from .judge import KeywordRefusalJudge, StepsJudge  # noqa: E402
+from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, OracleReplacement, RAIDefense
+from .glyphsafe import UNSAFE_WORDS, GlyphSafe, GlyphSafeConfig, model_device
+from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, UnsafePrototypeSubspace
+from .judge import KeywordRefusalJudge, StepsJudge
 
 PAPER = "Wang et al., ICML 2026 (arXiv:2602.03402)"
 #: Names of the rows that are not the main RAI row (the main row is norm-matched, λ from the dev grid).
@@ -332,7 +330,7 @@ def _table(frame: pd.DataFrame, by, metrics) -> pd.DataFrame:
 
 
 def _asr_figure(means: pd.DataFrame):
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = subplots(figsize=(5.2, 3.8))
     for method, row in means.iterrows():
         ax.scatter(100 * row["over_refusal"], 100 * row["attack_asr"], s=40)
         ax.annotate(method, (100 * row["over_refusal"], 100 * row["attack_asr"]), fontsize=7,
@@ -349,15 +347,15 @@ def _asr_figure(means: pd.DataFrame):
 def _glyph_figure(example: dict):
     image = np.clip(np.asarray(example["image"], dtype=float).transpose(1, 2, 0), 0, 1)
     glyph = np.asarray(example["glyph"], dtype=bool).reshape(4, 4)
-    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.4))
+    fig, axes = subplots(1, 2, figsize=(7.0, 3.4))
     axes[0].imshow(image, extent=(0, 32, 32, 0))
     for idx in range(16):
         r, c = divmod(idx, 4)
         if glyph[r, c]:
-            axes[0].add_patch(plt.Rectangle((c * 8, r * 8), 8, 8, fill=False, ec="white", ls=":", lw=1))
+            axes[0].add_patch(Rectangle((c * 8, r * 8), 8, 8, fill=False, ec="white", ls=":", lw=1))
     for idx in example["selected"]:
         r, c = divmod(idx, 4)
-        axes[0].add_patch(plt.Rectangle((c * 8, r * 8), 8, 8, fill=False, ec="black", lw=2.5))
+        axes[0].add_patch(Rectangle((c * 8, r * 8), 8, 8, fill=False, ec="black", lw=2.5))
     axes[0].set_title(f"attack glyph '{example['word']}': selected token (black), glyph patches (dotted)",
                       fontsize=7)
     axes[0].set_xlabel("x (pixels)")
@@ -374,7 +372,7 @@ def _glyph_figure(example: dict):
 def _mechanism_figure(mech: pd.DataFrame):
     keys = ["text_benign", "benign", "benign_rai", "attack", "attack_rai", "text_harmful"]
     labels = ["text benign", "benign img", "benign img + RAI", "attack img", "attack img + RAI", "text harmful"]
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    fig, ax = subplots(figsize=(6.0, 3.2))
     ax.bar(range(len(keys)), [mech[k].mean() for k in keys],
            yerr=[mech[k].std(ddof=1) if len(mech) > 1 else 0 for k in keys], color="tab:gray")
     ax.set_xticks(range(len(keys)))
@@ -577,7 +575,7 @@ def run_overhead(config: OverheadConfig, seed: int, task: dict) -> dict:
 
 def summarize_overhead(jobs, config: OverheadConfig) -> Result:
     rows, claims = [], []
-    fig, ax = plt.subplots(figsize=(4.6, 3.4))
+    fig, ax = subplots(figsize=(4.6, 3.4))
     for job in sorted(jobs, key=lambda j: j.metrics["dim"]):
         m = job.metrics
         ax.loglog(m["sizes"], m["seconds"], "o-", label=f"d = {m['dim']} (slope {m['slope']:.2f})")

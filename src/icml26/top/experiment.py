@@ -44,8 +44,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from icml26.core.io import atomic_file
 from icml26.core.device import cpu_only, job_device, uses_device
 from icml26.core.experiment import Claim, Experiment, Part, Result, register
+from icml26.core.figures import subplots
 from icml26.core.stats import format_mean_std, loglog_slope, paired_t_interval
 from icml26.core.validation import check_choice, check_int
 from icml26.top.baselines import DSMTPForCausalLM, MTPForCausalLM
@@ -366,9 +368,8 @@ def _resumable_config(config: StarConfig) -> dict:
 
 def _save_checkpoint(path: str, state: dict) -> None:
     """Write atomically, so an interrupted save never leaves a truncated checkpoint."""
-    tmp = path + ".tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        torch.save(state, tmp)
 
 
 def _star_frame(jobs) -> pd.DataFrame:
@@ -384,11 +385,7 @@ def _star_frame(jobs) -> pd.DataFrame:
 
 
 def _curve_figure(jobs, title: str):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = subplots(figsize=(6, 3.5))
     for j in jobs:
         c = j.metrics["curve"]
         ax.plot([p["step"] for p in c], [p["exact"] for p in c], marker="o",
@@ -572,9 +569,9 @@ def summarize_star_small(jobs, config: StarConfig) -> Result:
     0.05 is out of reach by construction: the claims are star-long's bars on the means, the
     margin bar applied to *every* seed (the smallest per-seed margin), and NTP's shortcut
     signature (teacher-forced path token 2 at chance, later tokens by edge lookup). The per-seed
-    margins, the sign test and a bootstrap interval are reported beside them.
+    margins, the sign test and a t interval are reported beside them.
     """
-    from icml26.core.stats import bootstrap_mean_interval, sign_test
+    from icml26.core.stats import sign_test
 
     result = summarize_star_b(jobs, config, label="star-small", transition=False)   # its own per-seed claims
     claims, notes, tables = list(result.claims), list(result.notes), dict(result.tables)
@@ -614,10 +611,10 @@ def summarize_star_small(jobs, config: StarConfig) -> Result:
             0.95, paper="later path tokens solved by edge lookup (the shortcut)", note=note),
             incomplete=incomplete))
         sign = sign_test(margins)
-        low, high = bootstrap_mean_interval(margins)
+        low, high = paired_t_interval(margins)
         notes.append(f"{tag} paired over seeds {seeds}: TOP − NTP margins "
                      f"{', '.join(f'{m:+.3f}' for m in margins)}; mean {margins.mean():+.3f}, "
-                     f"bootstrap 95 % interval of the mean [{low:+.3f}, {high:+.3f}] ({len(margins)} values: crude); "
+                     f"t 95 % interval of the mean [{low:+.3f}, {high:+.3f}] ({len(margins)} seeds); "
                      f"sign test {sign['wins']} wins / {sign['losses']} losses, one-sided p = "
                      f"{sign['p']:.3f} — with {len(margins)} seeds p cannot go below "
                      f"{0.5 ** max(len(margins), 1):.3f}, so no p < 0.05 is claimed; the bar is "

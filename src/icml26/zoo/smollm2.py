@@ -140,19 +140,12 @@ def _check_dtype(dtype) -> torch.dtype:
 
 @contextlib.contextmanager
 def _conversion_lock(folder: Path):
-    """Serialise conversions into one cache folder across processes (POSIX; a no-op elsewhere)."""
+    """Serialise conversions into one cache folder across processes (``filelock``: any OS)."""
+    from filelock import FileLock
+
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    with FileLock(folder / ".lock"):
         yield
-        return
-    with open(folder / ".lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def gguf_to_hf(gguf_path):
