@@ -129,7 +129,7 @@ def test_same_seed_same_numbers():
     for _ in range(2):
         toy = ToyLVLM.planted(seed=2)
         pairs = make_pairs(toy, n=16, seed=2)
-        sv = SteeringVectors(tau=0.0, n_tokens=6, n_gen_positions=4, seed=2).fit(toy, pairs, WHEEL)
+        sv = SteeringVectors(tau=0.0, n_tokens=6, n_gen_positions=4, random_state=2).fit(toy, pairs, WHEEL)
         heads = CircuitLocalizer(sv, n_gen_positions=4, seed=2).score_heads(toy, pairs, WHEEL, heads=[(3, 0), (7, 2)])
         runs.append((heads["score"].tolist(), behaviour(toy, pairs, WHEEL, 6, seed=2)))
     assert runs[0] == runs[1]
@@ -174,6 +174,6 @@ def test_fit_leaves_the_global_rng_alone():
     toy = ToyLVLM.planted(seed=3)
     pairs = make_pairs(toy, n=16, seed=3)
     state = torch.get_rng_state()
-    sv = SteeringVectors(tau=0.0, n_tokens=6, n_gen_positions=4, seed=3).fit(toy, pairs, WHEEL)
+    sv = SteeringVectors(tau=0.0, n_tokens=6, n_gen_positions=4, random_state=3).fit(toy, pairs, WHEEL)
     CircuitLocalizer(sv, n_gen_positions=4, seed=3).score_heads(toy, pairs, WHEEL, heads=[(3, 0)])
     assert torch.equal(torch.get_rng_state(), state)

@@ -198,7 +198,7 @@ def test_head_patching_full_replacement_equals_source_run(toy, pairs):
 # -- pipeline math ---------------------------------------------------------------------------
 
 def test_steering_vectors_match_direct_mean(toy, pairs):
-    sv = SteeringVectors(tau=0.0, n_tokens=4, n_gen_positions=2, seed=0).fit(toy, pairs, WHEEL)
+    sv = SteeringVectors(tau=0.0, n_tokens=4, n_gen_positions=2, random_state=0).fit(toy, pairs, WHEEL)
     adapter = toy.adapter()
     caps = []
     for x in (pairs.emotional, pairs.neutral):
@@ -310,3 +310,14 @@ def test_frozen_calibration_meets_the_rule():
     stats = behaviour(toy, make_pairs(toy, n=200, seed=10_000), WHEEL, N_GENERATED, seed=0)
     assert 0.30 <= stats["HIT"] <= 0.50
     assert stats["joy_hallucination"] >= 0.15
+
+
+def test_steering_vectors_seed_is_a_deprecated_alias_of_random_state():
+    from icml26.emotion_circuits import WHEEL, SteeringVectors, ToyLVLM, make_pairs
+
+    toy = ToyLVLM.planted(seed=0)
+    pairs = make_pairs(toy, n=12, seed=0)
+    new = SteeringVectors(tau=0.0, n_tokens=4, n_gen_positions=2, random_state=5).fit(toy, pairs, WHEEL)
+    with pytest.warns(FutureWarning, match="random_state"):
+        old = SteeringVectors(tau=0.0, n_tokens=4, n_gen_positions=2, seed=5).fit(toy, pairs, WHEEL)
+    assert torch.equal(new.continuation_, old.continuation_) and torch.equal(new.S_, old.S_)

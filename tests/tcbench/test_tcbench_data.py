@@ -72,14 +72,14 @@ def test_tcframes_records_follow_the_schema(frames):
 def test_encoders_output_shapes_and_are_deterministic(frames):
     x = frames.images[:40]
     assert PixelPCA(8).fit(x).transform(x).shape == (40, 8)
-    enc = RandomConvEncoder(seed=0)
-    np.testing.assert_array_equal(enc.transform(x), RandomConvEncoder(seed=0).transform(x))
+    enc = RandomConvEncoder(random_state=0)
+    np.testing.assert_array_equal(enc.transform(x), RandomConvEncoder(random_state=0).transform(x))
     assert enc.transform(x).shape == (40, 128)
     assert EyeFeatures().fit_transform(x).shape == (40, 5)
 
 
 def test_autoencoder_reduces_reconstruction_error(frames):
-    ae = ConvAutoencoder(64, 16, width=4, seed=0).fit(frames.images[:96], epochs=3, batch_size=32)
+    ae = ConvAutoencoder(64, 16, width=4, random_state=0).fit(frames.images[:96], epochs=3, batch_size=32)
     assert ae.loss_history_[-1] < ae.loss_history_[0]
     assert ae.transform(frames.images[:3]).shape == (3, 16)
     with pytest.raises(ValueError, match="multiple of 8"):
@@ -87,7 +87,7 @@ def test_autoencoder_reduces_reconstruction_error(frames):
 
 
 def test_supervised_cnn_learns_pressure(frames):
-    cnn = SupervisedCNN(seed=0).fit(frames.images[:160], frames.pressure[:160], epochs=3)
+    cnn = SupervisedCNN(random_state=0).fit(frames.images[:160], frames.pressure[:160], epochs=3)
     assert cnn.loss_history_[-1] < cnn.loss_history_[0]
     out = cnn(torch.zeros(2, 1, 64, 64))
     assert out.shape == (2,)
@@ -158,8 +158,8 @@ def test_generator_control_removes_the_saturation(frames):
 
 
 def test_fits_leave_the_global_torch_generator_alone(frames):
-    ae = ConvAutoencoder(64, 16, width=4, seed=0)
-    cnn = SupervisedCNN(seed=0)
+    ae = ConvAutoencoder(64, 16, width=4, random_state=0)
+    cnn = SupervisedCNN(random_state=0)
     state = torch.get_rng_state()
     ae.fit(frames.images[:64], epochs=1, batch_size=32)
     cnn.fit(frames.images[:64], frames.pressure[:64], epochs=1)

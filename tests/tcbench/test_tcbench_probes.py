@@ -22,7 +22,7 @@ def frames():
 @pytest.fixture(scope="module")
 def shortcut(frames):
     Z = protocol_latents(frames, "shortcut", seed=3)
-    return Z, StructuralAlignmentProbe(seed=42).fit(Z, frames)
+    return Z, StructuralAlignmentProbe(random_state=42).fit(Z, frames)
 
 
 # -- sampling ---------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def test_ridge_path_cv_matches_sklearn_ridgecv():
 
 def test_probe_coef_is_the_refit_ridge_in_raw_space(frames):
     Z = protocol_latents(frames, "isomorphic", seed=1)
-    probe = StructuralAlignmentProbe(seed=42, standardize=True).fit(Z, frames)
+    probe = StructuralAlignmentProbe(random_state=42, standardize=True).fit(Z, frames)
     X, y = Z[probe.train_mask_], frames.pressure[probe.train_mask_]
     mu, sd = X.mean(0), X.std(0)
     ref = Ridge(alpha=probe.alpha_).fit((X - mu) / sd, y)
@@ -70,7 +70,7 @@ def test_probe_coef_is_the_refit_ridge_in_raw_space(frames):
 
 def test_isomorphic_latent_is_recovered(frames):
     Z = protocol_latents(frames, "isomorphic", seed=1)
-    report = StructuralAlignmentProbe(seed=42).fit(Z, frames).evaluate(Z, frames)
+    report = StructuralAlignmentProbe(random_state=42).fit(Z, frames).evaluate(Z, frames)
     assert report["overall"]["r2"] > 0.99
     assert report["intense"]["n"] == pytest.approx(report["moderate"]["n"], rel=0.5)
 
@@ -125,7 +125,7 @@ def test_refitting_the_map_for_q_dyn_changes_the_result(frames, shortcut):
 def test_q_dyn_refuses_nonlinear_probe(frames):
     small = frames.subset(np.flatnonzero(frames.trajectory_id < 10))
     Z = protocol_latents(small, "isomorphic", dim=4, seed=0)
-    probe = StructuralAlignmentProbe(head="mlp", cv=2, seed=42).fit(Z, small)
+    probe = StructuralAlignmentProbe(head="mlp", cv=2, random_state=42).fit(Z, small)
     with pytest.raises(ValueError, match="linear probe"):
         q_dyn(probe, Z, small)
 
@@ -134,7 +134,7 @@ def test_q_dyn_without_transitions_raises():
     f = TCFrames(pressure=np.r_[np.full(10, 1000.0), np.full(10, 950.0)],
                  trajectory_id=np.arange(20), t=np.zeros(20, int))
     Z = np.c_[f.pressure, np.random.default_rng(0).standard_normal(20)]
-    probe = StructuralAlignmentProbe(cv=2, seed=0).fit(Z, f)
+    probe = StructuralAlignmentProbe(cv=2, random_state=0).fit(Z, f)
     with pytest.raises(ValueError, match="no transitions"):
         q_dyn(probe, Z, f, subset="all")
 
@@ -146,7 +146,7 @@ def test_frame_level_split_leaks_and_probe_splits_by_trajectory(frames):
     ids = frames.trajectory_id
     codes = rng.standard_normal((ids.max() + 1, 120))[ids]        # storm identity only
     Z = codes + 0.05 * rng.standard_normal(codes.shape)
-    probe = StructuralAlignmentProbe(seed=42, balance=False).fit(Z, frames)
+    probe = StructuralAlignmentProbe(random_state=42, balance=False).fit(Z, frames)
     assert set(ids[probe.train_mask_]).isdisjoint(ids[probe.test_mask_])
     honest = probe.evaluate(Z, frames)["overall"]["mae"]
     tr, te = train_test_split(np.arange(len(frames)), test_size=0.2, random_state=42)
@@ -159,8 +159,8 @@ def test_frame_level_split_leaks_and_probe_splits_by_trajectory(frames):
 
 def test_group_cv_false_reproduces_repo_frame_level_folds(frames):
     Z = protocol_latents(frames, "nonlinear", seed=2)
-    grouped = StructuralAlignmentProbe(seed=42).fit(Z, frames)
-    repo = StructuralAlignmentProbe(seed=42, group_cv=False).fit(Z, frames)
+    grouped = StructuralAlignmentProbe(random_state=42).fit(Z, frames)
+    repo = StructuralAlignmentProbe(random_state=42, group_cv=False).fit(Z, frames)
     assert np.array_equal(grouped.test_mask_, repo.test_mask_)
     assert not np.allclose(grouped.cv_mse_, repo.cv_mse_)
 
@@ -172,7 +172,7 @@ def test_unbalanced_training_raises_intense_error(frames):
     intense = other.pressure < 980
     maes = {}
     for balance in (True, False):
-        probe = StructuralAlignmentProbe(seed=42, balance=balance).fit(Z, frames)
+        probe = StructuralAlignmentProbe(random_state=42, balance=balance).fit(Z, frames)
         maes[balance] = np.abs(probe.predict(Z_other[intense]) - other.pressure[intense]).mean()
     assert maes[True] < 0.9 * maes[False]
 
@@ -180,8 +180,8 @@ def test_unbalanced_training_raises_intense_error(frames):
 # -- Q_con -------------------------------------------------------------------------------------
 def test_q_con_gap_matches_direct_computation(frames):
     Z = protocol_latents(frames, "isomorphic", seed=1)
-    p = StructuralAlignmentProbe(seed=42).fit(Z, frames)
-    w = StructuralAlignmentProbe(target="wind", seed=42).fit(Z, frames)
+    p = StructuralAlignmentProbe(random_state=42).fit(Z, frames)
+    w = StructuralAlignmentProbe(target="wind", random_state=42).fit(Z, frames)
     df = q_con(p, w, Z, frames)
     row = df.dropna(subset=["gap_true"]).iloc[0]
     sel = p.test_mask_ & (frames.pressure >= row.lo) & (frames.pressure < row.hi)
@@ -240,7 +240,7 @@ def test_nan_targets_are_masked(frames):
     f.pressure = f.pressure.copy()
     f.pressure[::7] = np.nan
     Z = np.c_[np.nan_to_num(f.pressure, nan=1000.0), f.lat]
-    probe = StructuralAlignmentProbe(seed=42).fit(Z, f)
+    probe = StructuralAlignmentProbe(random_state=42).fit(Z, f)
     assert not (probe.test_mask_ & np.isnan(f.pressure)).any()
 
 
@@ -250,20 +250,20 @@ def test_constant_test_target_warns():
                  t=np.r_[np.arange(20) // 10, np.arange(20) // 10])
     Z = np.c_[p, np.random.default_rng(0).standard_normal(40)]
     with pytest.warns(RuntimeWarning, match="σ = 0"):
-        StructuralAlignmentProbe(cv=2, seed=0, test_size=0.05).fit(Z, f)
+        StructuralAlignmentProbe(cv=2, random_state=0, test_size=0.05).fit(Z, f)
 
 
 def test_ill_conditioned_ridge_does_not_crash(frames):
     Z = np.c_[frames.pressure, frames.pressure * (1 + 1e-15), frames.lat]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        probe = StructuralAlignmentProbe(alphas=[1e-3], seed=42).fit(Z, frames)
+        probe = StructuralAlignmentProbe(alphas=[1e-3], random_state=42).fit(Z, frames)
     assert np.isfinite(probe.coef_).all()
 
 
 def test_probe_follows_the_sklearn_parameter_contract():
     from sklearn.base import clone
-    probe = StructuralAlignmentProbe(target="wind", alphas=[1.0, 10.0], seed=7)
+    probe = StructuralAlignmentProbe(target="wind", alphas=[1.0, 10.0], random_state=7)
     twin = clone(probe)
     assert twin.get_params() == probe.get_params()
     assert twin.set_params(seed=8).seed == 8 and not hasattr(twin, "coef_")
@@ -274,3 +274,24 @@ def test_one_dimensional_features_and_empty_split_side_raise(frames):
         StructuralAlignmentProbe().fit(frames.pressure, frames)
     with pytest.raises(ValueError, match="empty train or test side"):
         trajectory_split([0, 0, 1, 1], test_size=0.9)
+
+
+def test_seed_is_a_deprecated_alias_of_random_state():
+    from icml26.tcbench.encoders import PixelPCA
+
+    f = SynthTC(n_trajectories=40, render=False, seed=1).generate()
+    Z = np.c_[f.pressure, f.lat, np.random.default_rng(0).normal(size=len(f))]
+    new = StructuralAlignmentProbe(random_state=43).fit(Z, f)
+    with pytest.warns(FutureWarning, match="random_state"):
+        old = StructuralAlignmentProbe(seed=43).fit(Z, f)
+    np.testing.assert_array_equal(new.test_trajectories_, old.test_trajectories_)
+    other = StructuralAlignmentProbe(random_state=44).fit(Z, f)
+    assert not np.array_equal(new.test_trajectories_, other.test_trajectories_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")        # the new spelling warns about nothing
+        StructuralAlignmentProbe(random_state=43).fit(Z, f)
+    assert StructuralAlignmentProbe().get_params()["random_state"] == 42
+    x = np.random.default_rng(0).uniform(200, 300, (30, 8, 8))
+    with pytest.warns(FutureWarning):
+        np.testing.assert_allclose(PixelPCA(4, seed=1).fit_transform(x),
+                                   PixelPCA(4, random_state=1).fit_transform(x))

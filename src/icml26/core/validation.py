@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "check_finite_array",
     "check_random_state",
     "check_tensor",
+    "renamed_seed",
 ]
 
 
@@ -168,3 +170,27 @@ def check_tensor(tensor: Any, name: str, *, ndim: int | Sequence[int] | None = N
     if finite and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
         raise ValueError(f"{name} contains NaN or infinity; expected finite values")
     return tensor
+
+
+def renamed_seed(random_state: Any, seed: Any, owner: str, *, stacklevel: int = 3) -> Any:
+    """``random_state``, or the deprecated ``seed`` alias when one was given.
+
+    scikit-learn-style estimators take ``random_state``; those that took ``seed`` before
+    accept it still, with a :class:`FutureWarning` (scikit-learn's deprecation convention).
+
+    Examples
+    --------
+    >>> renamed_seed(3, None, "Probe")
+    3
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     value = renamed_seed(0, 7, "Probe")
+    >>> value, w[0].category.__name__
+    (7, 'FutureWarning')
+    """
+    if seed is None:
+        return random_state
+    warnings.warn(f"{owner}(seed=...) is deprecated and will be removed; use "
+                  f"random_state=... instead", FutureWarning, stacklevel=stacklevel)
+    return seed

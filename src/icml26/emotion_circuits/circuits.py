@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from icml26.core.validation import check_int, check_scalar_in
+from icml26.core.validation import check_int, check_scalar_in, renamed_seed
 
 from .hooks import Capture, HFAdapter, HeadReplace, NeuronScale, ResidualAdd, check_heads
 from .metrics import EmotionWheel, hit_rate, predicted_emotions, sample_hit
@@ -146,8 +146,10 @@ class SteeringVectors:
         Keep pairs whose emotional run has token hit rate ``𝓗(X^+, y) > tau``.
     n_tokens : int
         Length of the generated descriptions.
-    seed : int
+    random_state : int, default 0
         Generation noise seed.
+    seed : int, optional
+        Deprecated alias of ``random_state``.
 
     Attributes
     ----------
@@ -172,13 +174,16 @@ class SteeringVectors:
     (8, 64)
     """
 
-    def __init__(self, tau: float = 0.1, n_tokens: int = 12, n_gen_positions: int = 8, seed: int = 0):
-        self.tau, self.n_tokens, self.n_gen_positions, self.seed = tau, n_tokens, n_gen_positions, seed
+    def __init__(self, tau: float = 0.1, n_tokens: int = 12, n_gen_positions: int = 8,
+                 random_state: int = 0, seed: int | None = None):
+        self.tau, self.n_tokens, self.n_gen_positions = tau, n_tokens, n_gen_positions
+        self.random_state, self.seed = random_state, seed
 
     def fit(self, model, pairs, wheel: EmotionWheel) -> "SteeringVectors":
         check_scalar_in(self.tau, "tau", low=0.0, high=1.0, high_inclusive=False)
         check_int(self.n_tokens, "n_tokens", min_value=1)
         check_int(self.n_gen_positions, "n_gen_positions", min_value=0, max_value=self.n_tokens)
+        noise_seed = renamed_seed(self.random_state, self.seed, "SteeringVectors", stacklevel=2)
         adapter = HFAdapter.wrap(model)
         pairs = pairs.to(adapter.device)
         if len(wheel) < 2:
@@ -186,7 +191,7 @@ class SteeringVectors:
         if int(pairs.labels.max()) >= len(wheel):
             raise ValueError(f"pairs.labels must index the wheel's {len(wheel)} emotions, got max "
                              f"{int(pairs.labels.max())}")
-        out = describe(adapter, pairs.emotional, pairs.labels, wheel, self.n_tokens, self.seed)
+        out = describe(adapter, pairs.emotional, pairs.labels, wheel, self.n_tokens, noise_seed)
         valid = out["H"] > self.tau
         if not bool(valid.any()):
             raise ValueError(f"no valid pair: every emotional run has hit rate <= tau={self.tau} "

@@ -158,7 +158,7 @@ def run_planted(config: PlantedConfig, seed: int) -> dict:
     analysis, test = pairs.split(config.n_pairs // 2)
     gt = toy.ground_truth
     sv = SteeringVectors(tau=config.tau, n_tokens=N_GENERATED, n_gen_positions=config.n_gen_positions,
-                         seed=seed).fit(model, analysis, WHEEL)
+                         random_state=seed).fit(model, analysis, WHEEL)
     loc = CircuitLocalizer(sv, alpha_rel=config.alpha_rel, n_gen_positions=config.n_gen_positions, seed=seed)
     scan = loc.scan_layers(model, analysis, WHEEL)
     heads = loc.score_heads(model, analysis, WHEEL)
@@ -400,7 +400,7 @@ def run_trained(config: TrainedConfig, seed: int) -> dict:
     analysis = tier2_pairs(model, world, config.n_analysis, 1000 + seed)
     dev = tier2_pairs(model, world, config.n_dev, 2000 + seed)
     test = tier2_pairs(model, world, config.n_test, 3000 + seed)
-    sv = SteeringVectors(tau=config.tau, n_tokens=N_GENERATED, seed=seed).fit(adapter, analysis, WHEEL)
+    sv = SteeringVectors(tau=config.tau, n_tokens=N_GENERATED, random_state=seed).fit(adapter, analysis, WHEEL)
     loc = CircuitLocalizer(sv, seed=seed)
     heads = loc.score_heads(adapter, analysis, WHEEL)
     base = behaviour(adapter, analysis, WHEEL, N_GENERATED, seed)["H"]
@@ -471,7 +471,7 @@ def head_scoring_seconds(n_layers: int, n_heads: int, hidden: int, n_pairs: int,
                        intermediate=2 * hidden, max_position=64)
     adapter = HFAdapter(model, vocabulary=VOCABULARY)
     pairs = tier2_pairs(model, _World(0, hidden), n_pairs, 0)
-    sv = SteeringVectors(tau=0.0, n_tokens=2, n_gen_positions=0, seed=0)
+    sv = SteeringVectors(tau=0.0, n_tokens=2, n_gen_positions=0, random_state=0)
     _fit_unfiltered(sv, adapter, pairs)
     loc = CircuitLocalizer(sv, n_gen_positions=0)
     best = float("inf")

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ..core.device import to_numpy
-from ..core.validation import check_finite_array, check_int, check_same_length
+from ..core.validation import check_finite_array, check_int, check_same_length, renamed_seed
 from .data import BT_MAX, BT_MIN
 
 __all__ = ["normalize_bt", "PixelPCA", "RandomConvEncoder", "ConvAutoencoder", "SupervisedCNN",
@@ -82,7 +82,10 @@ class PixelPCA(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default 64
-    seed : int, default 0
+    random_state : int, default 0
+        Seed of the randomized SVD.
+    seed : int, optional
+        Deprecated alias of ``random_state``.
 
     Examples
     --------
@@ -91,14 +94,16 @@ class PixelPCA(TransformerMixin, BaseEstimator):
     (50, 4)
     """
 
-    def __init__(self, n_components: int = 64, seed: int = 0):
+    def __init__(self, n_components: int = 64, random_state: int = 0, seed: int | None = None):
         self.n_components = n_components
+        self.random_state = random_state
         self.seed = seed
 
     def fit(self, images, y=None):
         X = _images(images).reshape(len(images), -1)
         check_int(self.n_components, "n_components", min_value=1, max_value=min(X.shape))
-        self.pca_ = PCA(self.n_components, svd_solver="randomized", random_state=self.seed).fit(X)
+        rs = renamed_seed(self.random_state, self.seed, "PixelPCA", stacklevel=2)
+        self.pca_ = PCA(self.n_components, svd_solver="randomized", random_state=rs).fit(X)
         return self
 
     def transform(self, images):
@@ -112,17 +117,20 @@ class RandomConvEncoder(nn.Module):
 
     Parameters
     ----------
-    seed : int, default 0
+    random_state : int, default 0
         Seed of the (frozen) random weights.
+    seed : int, optional
+        Deprecated alias of ``random_state``.
     """
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, random_state: int = 0, seed: int | None = None):
         super().__init__()
+        self.random_state = renamed_seed(random_state, seed, "RandomConvEncoder")
         self.net = nn.Sequential(
             nn.Conv2d(1, 32, 5, stride=2, padding=2), nn.ReLU(),
             nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(64, 128, 3, stride=2, padding=1), nn.ReLU())
-        _seeded_init(self, seed)
+        _seeded_init(self, self.random_state)
         self.requires_grad_(False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:   # (b, 1, H, W) -> (b, 128)
@@ -174,16 +182,20 @@ class ConvAutoencoder(nn.Module):
     image_size : int, default 64
     bottleneck : int, default 64
     width : int, default 8
-    seed : int, default 0
+    random_state : int, default 0
+        Seed of the initial weights and of the batch order.
+    seed : int, optional
+        Deprecated alias of ``random_state``.
     """
 
-    def __init__(self, image_size: int = 64, bottleneck: int = 64, width: int = 8, seed: int = 0):
+    def __init__(self, image_size: int = 64, bottleneck: int = 64, width: int = 8,
+                 random_state: int = 0, seed: int | None = None):
         super().__init__()
         check_int(image_size, "image_size", min_value=8)
         if image_size % 8:
             raise ValueError(f"image_size must be a multiple of 8, got {image_size}")
         side = image_size // 8
-        self.seed = seed
+        self.random_state = renamed_seed(random_state, seed, "ConvAutoencoder")
         w1, w2 = check_int(width, "width", min_value=1), 2 * width
         self.encoder = nn.Sequential(
             nn.Conv2d(1, w1, 4, 2, 1), nn.ReLU(), nn.Conv2d(w1, w2, 4, 2, 1), nn.ReLU(),
@@ -193,7 +205,7 @@ class ConvAutoencoder(nn.Module):
             nn.Linear(bottleneck, w2 * side * side), nn.ReLU(), nn.Unflatten(1, (w2, side, side)),
             nn.ConvTranspose2d(w2, w2, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(w2, w1, 4, 2, 1),
             nn.ReLU(), nn.ConvTranspose2d(w1, 1, 4, 2, 1))
-        _seeded_init(self, seed)
+        _seeded_init(self, self.random_state)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:    # (b, 1, H, W) -> (b, bottleneck)
         return self.encoder(x)
@@ -206,7 +218,7 @@ class ConvAutoencoder(nn.Module):
         """Train on pixel MSE; stores ``loss_history_``."""
         x = normalize_bt(_images(images))
         self.loss_history_ = _train(self, lambda b: nn.functional.mse_loss(self(b), b), (x,),
-                                    epochs, lr, batch_size, self.seed)
+                                    epochs, lr, batch_size, self.random_state)
         return self
 
     def transform(self, images) -> np.ndarray:
@@ -223,20 +235,24 @@ class SupervisedCNN(nn.Module):
     ----------
     crop : int, default 32
     hidden : int, default 32
-    seed : int, default 0
+    random_state : int, default 0
+        Seed of the initial weights and of the batch order.
+    seed : int, optional
+        Deprecated alias of ``random_state``.
     """
 
-    def __init__(self, crop: int = 32, hidden: int = 32, seed: int = 0):
+    def __init__(self, crop: int = 32, hidden: int = 32, random_state: int = 0,
+                 seed: int | None = None):
         super().__init__()
         self.crop = check_int(crop, "crop", min_value=4)
-        self.seed = seed
+        self.random_state = renamed_seed(random_state, seed, "SupervisedCNN")
         self.features = nn.Sequential(
             nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
             nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.ReLU())
         self.mlp = nn.Sequential(nn.Linear(32, hidden), nn.ReLU())
         self.head = nn.Linear(hidden, 1)
-        _seeded_init(self, seed)
+        _seeded_init(self, self.random_state)
 
     def _centre(self, x: torch.Tensor) -> torch.Tensor:
         h, w = x.shape[-2:]
@@ -261,7 +277,7 @@ class SupervisedCNN(nn.Module):
         target = torch.as_tensor((y - y.mean()) / scale, dtype=torch.float32)
         x = normalize_bt(images)
         self.loss_history_ = _train(self, lambda b, t: nn.functional.mse_loss(self(b), t),
-                                    (x, target), epochs, lr, batch_size, self.seed)
+                                    (x, target), epochs, lr, batch_size, self.random_state)
         return self
 
     def transform(self, images) -> np.ndarray:

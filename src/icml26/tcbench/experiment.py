@@ -57,7 +57,7 @@ def _standardize(a: np.ndarray) -> np.ndarray:
 def _regime_stats(frames: TCFrames, Z: np.ndarray, seed: int, min_count: int,
                   standardize: bool, with_dyn_profile: bool = True) -> tuple:
     """Fit the pressure probe and compute Q_stat / Q_dyn / geometry summaries."""
-    probe = StructuralAlignmentProbe(seed=seed, standardize=standardize).fit(Z, frames)
+    probe = StructuralAlignmentProbe(random_state=seed, standardize=standardize).fit(Z, frames)
     stat = q_stat(probe, Z, frames)
     dyn = q_dyn(probe, Z, frames)
     med = stat.groupby("regime").xi_stat.median()
@@ -243,7 +243,7 @@ def encode_frames(frames: TCFrames, config: ParadoxConfig, train_index: np.ndarr
             images[np.sort(subset)], epochs=config.ae_epochs)
         out["E3"] = ae.transform(images)
     if "E4" in names:
-        cnn = SupervisedCNN(seed=seed).to(device).fit(
+        cnn = SupervisedCNN(random_state=seed).to(device).fit(
             images[train_index], frames.pressure[train_index], epochs=config.cnn_epochs)
         out["E4"] = cnn.transform(images)
     if "E5" in names:
@@ -253,7 +253,7 @@ def encode_frames(frames: TCFrames, config: ParadoxConfig, train_index: np.ndarr
 
 def _encoder_stats(frames: TCFrames, Z: np.ndarray, config: ParadoxConfig, seed: int) -> dict:
     stats, probe = _regime_stats(frames, Z, seed, config.min_count, config.standardize)
-    wind = StructuralAlignmentProbe(target="wind", seed=seed,
+    wind = StructuralAlignmentProbe(target="wind", random_state=seed,
                                     standardize=config.standardize).fit(Z, frames)
     con = q_con(probe, wind, Z, frames).attrs["psi_con"]
     ood = cross_agency_ood(Z, frames, config.held_out_basin, standardize=config.standardize)
@@ -464,7 +464,7 @@ def probe_fit_seconds(n_frames: int, dim: int, repeats: int, seed: int) -> float
     best = np.inf
     for _ in range(repeats):
         start = time.perf_counter()
-        StructuralAlignmentProbe(seed=seed).fit(Z, tiled)
+        StructuralAlignmentProbe(random_state=seed).fit(Z, tiled)
         best = min(best, time.perf_counter() - start)
     return float(best)
 

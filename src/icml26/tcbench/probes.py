@@ -31,7 +31,7 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.utils.validation import check_is_fitted
 
 from ..core.validation import (check_choice, check_finite_array, check_int, check_matrix,
-                               check_probability, check_scalar_in)
+                               check_probability, check_scalar_in, renamed_seed)
 from .data import INTENSE_THRESHOLD, TCFrames, as_frames
 
 __all__ = ["regime_balance", "trajectory_split", "StructuralAlignmentProbe", "q_stat",
@@ -211,8 +211,10 @@ class StructuralAlignmentProbe(RegressorMixin, BaseEstimator):
         frame-level ``KFold`` (alpha chosen with correlated frames; spec §10.2).
     test_size : float, default 0.2
         Fraction of trajectories held out.
-    seed : int, default 42
-        Split seed (paper: 42–46).
+    random_state : int, default 42
+        Split seed (paper: 42–46); also the MLP head's seed.
+    seed : int, optional
+        Deprecated alias of ``random_state``.
     standardize : bool, default False
         Standardize features with train statistics (repo: raw features).  ``coef_`` is
         always expressed in the raw feature space.
@@ -241,15 +243,15 @@ class StructuralAlignmentProbe(RegressorMixin, BaseEstimator):
     >>> from icml26.tcbench import SynthTC
     >>> f = SynthTC(n_trajectories=60, render=False, seed=1).generate()
     >>> Z = np.c_[f.pressure, f.lat]
-    >>> probe = StructuralAlignmentProbe(seed=42).fit(Z, f)
+    >>> probe = StructuralAlignmentProbe(random_state=42).fit(Z, f)
     >>> probe.evaluate(Z, f)["intense"]["mae"] < 1e-3
     True
     """
 
     def __init__(self, target: str = "pressure", regime_threshold: float = INTENSE_THRESHOLD,
                  balance: bool = True, balance_seed: int = 42, alphas=None, cv: int = 5,
-                 group_cv: bool = True, test_size: float = 0.2, seed: int = 42,
-                 standardize: bool = False, head: str = "ridge"):
+                 group_cv: bool = True, test_size: float = 0.2, random_state: int = 42,
+                 standardize: bool = False, head: str = "ridge", seed: int | None = None):
         self.target = target
         self.regime_threshold = regime_threshold
         self.balance = balance
@@ -258,9 +260,10 @@ class StructuralAlignmentProbe(RegressorMixin, BaseEstimator):
         self.cv = cv
         self.group_cv = group_cv
         self.test_size = test_size
-        self.seed = seed
+        self.random_state = random_state
         self.standardize = standardize
         self.head = head
+        self.seed = seed
 
     # -- fit -------------------------------------------------------------------------
     def fit(self, Z, frames) -> "StructuralAlignmentProbe":
@@ -269,6 +272,8 @@ class StructuralAlignmentProbe(RegressorMixin, BaseEstimator):
         check_choice(self.head, "head", ["ridge", "lasso", "mlp"])
         check_scalar_in(self.regime_threshold, "regime_threshold")
         check_int(self.cv, "cv", min_value=2)
+        self._split_seed = renamed_seed(self.random_state, self.seed,
+                                        "StructuralAlignmentProbe", stacklevel=2)
         frames = as_frames(frames)
         Z = _check_features(Z, len(frames))
         y_all = frames.target(self.target)
@@ -281,7 +286,7 @@ class StructuralAlignmentProbe(RegressorMixin, BaseEstimator):
             index = index[regime_balance(frames.pressure[index], self.regime_threshold,
                                          self.balance_seed)]
         train_pos, test_pos = trajectory_split(frames.trajectory_id[index], self.test_size,
-                                               self.seed)
+                                               self._split_seed)
         train, test = index[train_pos], index[test_pos]
         groups = frames.trajectory_id[train]
         n_groups = np.unique(groups).size
@@ -326,7 +331,7 @@ class StructuralAlignmentProbe(RegressorMixin, BaseEstimator):
         if self.head == "lasso":
             alphas = LASSO_ALPHAS if self.alphas is None else np.asarray(self.alphas, float)
             return LassoCV(alphas=alphas, cv=splits, max_iter=10_000)
-        return MLPRegressor(hidden_layer_sizes=(2048,), max_iter=100, random_state=self.seed)
+        return MLPRegressor(hidden_layer_sizes=(2048,), max_iter=100, random_state=self._split_seed)
 
     @property
     def is_linear(self) -> bool:
@@ -569,7 +574,8 @@ def cross_agency_ood(Z, frames, held_out, target: str = "pressure", val_fraction
         raise ValueError(f"held_out={held_out!r} must select some but not all frames")
     rest = np.flatnonzero(~out_mask)
     probe = StructuralAlignmentProbe(target=target, balance=False, test_size=val_fraction,
-                                     seed=split_seed, standardize=standardize, alphas=alphas)
+                                     random_state=split_seed, standardize=standardize,
+                                     alphas=alphas)
     sub = frames.subset(rest)
     probe.fit(Z[rest], sub)
     in_dist = probe.evaluate(Z[rest], sub)["overall"]
