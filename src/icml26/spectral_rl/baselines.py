@@ -11,14 +11,13 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from icml26.core.validation import check_choice, check_int, check_scalar_in
+from icml26.core.validation import check_choice, check_int, check_scalar_in, renamed_seed
 
 from .laplacian import symmetric_eigenpairs
 from .mdp import as_generator, check_transition_matrix
@@ -131,9 +130,6 @@ class GraphDrawingFeatures:
         self.random_state = random_state
         self.device = device
         self.seed = seed
-        if seed is not None:
-            warnings.warn("GraphDrawingFeatures(seed=...) is deprecated; use random_state=...",
-                          FutureWarning, stacklevel=2)
 
     def fit(self, states: Any, next_states: Any, n_states: int) -> "GraphDrawingFeatures":
         import torch
@@ -150,8 +146,8 @@ class GraphDrawingFeatures:
         batch = check_int(self.batch_size, "batch_size", min_value=1)
         check_choice(self.coefficients, "coefficients", ("decreasing", "equal"))
         device = resolve_device(self.device)
-        seed = check_int(self.random_state if self.seed is None else self.seed, "random_state",
-                         min_value=0)
+        seed = check_int(renamed_seed(self.random_state, self.seed, "GraphDrawingFeatures",
+                                      stacklevel=2), "random_state", min_value=0)
         gen = torch.Generator().manual_seed(seed)
         c = torch.arange(k, 0, -1, dtype=torch.float64) if self.coefficients == "decreasing" \
             else torch.ones(k, dtype=torch.float64)
