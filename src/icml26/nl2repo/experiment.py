@@ -12,6 +12,9 @@ harness's correctness, against agents whose score is known analytically:
 * **E3** premature-termination and step-limit detection with a step-protocol agent;
 * **scaling** harness overhead vs number of tests (log-log slope ≤ 1.15).
 
+The checks, their kinds and bars are declared in ``claims.toml``; each ``summarize`` returns
+named measurements (a pass/fail check is a bool with what was seen in its note).
+
 References
 ----------
 Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of
@@ -30,7 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from icml26.core.experiment import Claim, Experiment, Part, Result, register
+from icml26.core.claims import Measurement
+from icml26.core.experiment import Experiment, Part, Result, register
 from icml26.core.figures import subplots
 from icml26.core.stats import loglog_slope
 
@@ -41,21 +45,11 @@ from .harness import Results, evaluate, grade
 from .task import Limits, builtin_tasks, expected_partial_score, fraction_to_modules
 
 TOL = 1e-12
-HARNESS = " [harness check]"
-_HARNESS_NOTE = ("Harness check, not a claim of the paper (its LLM-agent results cannot run "
-                 "offline): it tests that this harness grades agents of known quality exactly and "
-                 "cannot be gamed.")
 
 
-def _harness_checks(claims: list) -> list:
-    """Mark every claim of this experiment as a check of the harness, in its name and note."""
-    for claim in claims:
-        if not claim.name.endswith(HARNESS):
-            claim.name += HARNESS
-            claim.note = _HARNESS_NOTE + (" " + claim.note if claim.note else "")
-            if claim.paper in ("", "-"):
-                claim.paper = "— (harness check)"
-    return claims
+def _check(ok: bool, note: str = "") -> Measurement:
+    """A pass/fail harness check (a ``["true"]`` bar), with what was seen in its note."""
+    return Measurement(bool(ok), note=note)
 
 
 def _limits(task, wall_s: float) -> Limits:
@@ -132,54 +126,44 @@ def e1_summarize(jobs, config: E1Config) -> Result:
     for r in recs:
         by.setdefault(r["kind"], []).append(r)
     oracle, null, stub, partial = (by.get(k, []) for k in ("oracle", "null", "stub", "partial"))
-    claims = []
+    m, notes = {}, []
     if oracle:
         ok = all(r["score"] == 1.0 and r["label"] == "complete" for r in oracle)
-        claims.append(Claim("E1 oracle scores 1.0, label complete (every task and run)",
-                            "reference solution passes its own suite",
-                            min(r["score"] for r in oracle), "= 1.0 on all", ok,
-                            note=f"{len(oracle)} oracle runs"))
+        m["oracle_complete"] = _check(ok, f"{len(oracle)} oracle runs; min score "
+                                          f"{min(r['score'] for r in oracle):g}")
         runs: dict = {}
         for r in oracle:
             runs.setdefault(r["task_id"], []).append(r["outcomes"])
         same = all(all(o == outs[0] for o in outs) for outs in runs.values())
-        claims.append(Claim("E1 oracle per-test outcomes identical across repeated runs",
-                            "deterministic grading", "identical" if same else "differ",
-                            "identical", same and all(len(v) >= 2 for v in runs.values())
-                            or (same and config.oracle_runs == 1)))
-        claims.append(Claim.at_least("E1 fully-passed rate of oracle", _full_rate(oracle), 1.0,
-                                     paper="complete repositories are rare for agents"))
+        repeated = all(len(v) >= 2 for v in runs.values())
+        m["oracle_deterministic"] = _check(same and (repeated or config.oracle_runs == 1),
+                                           "identical" if same else "differ")
+        m["oracle_full_rate"] = _full_rate(oracle)
     if null:
-        ok = all(r["score"] == 0.0 and r["label"] == "no_output" for r in null)
-        claims.append(Claim("E1 null scores 0, label no_output", "-",
-                            max(r["score"] for r in null), "= 0 and no_output", ok))
+        m["null_zero"] = _check(all(r["score"] == 0.0 and r["label"] == "no_output" for r in null),
+                                f"max score {max(r['score'] for r in null):g}; labels "
+                                + ",".join(sorted({r['label'] for r in null})))
     if stub:
         worst = max(r["score"] for r in stub)
-        claims.append(Claim("E1 stub (NotImplementedError) score ≤ 0.05 and installs",
-                            "-", worst, "≤ 0.05, install ok",
-                            worst <= 0.05 and all(r["install_ok"] for r in stub)))
+        m["stub_low"] = _check(worst <= 0.05 and all(r["install_ok"] for r in stub),
+                               f"worst score {worst:g}; installs "
+                               f"{sum(r['install_ok'] for r in stub)}/{len(stub)}")
     if partial:
-        dev = max(abs(r["score"] - r["expected"]) for r in partial)
-        claims.append(Claim("E1 partial(f) equals analytic s* (max |Δ|)", "-", dev, "< 1e-12",
-                            dev < TOL, note="s* = Σ_{files φ: req(φ) ⊆ implemented} n_φ / |M|"))
+        m["partial_max_dev"] = max(abs(r["score"] - r["expected"]) for r in partial)
         p75 = [r for r in partial if math.isclose(r["fraction"], 0.75)]
         if p75:
             rate = _full_rate(p75)
-            if config.spec_partial_bar:
-                claims.append(Claim.at_most(
-                    "E1 fully-passed rate of partial(0.75) (spec bar = 0)", rate, 0.0,
-                    paper="-", note="⌈0.75·K⌉ = K for the K = 3-module tasks (unitconv, kvlog), so "
-                    "partial(0.75) is a complete solution there; the bar conflicts with the spec's own "
-                    "definition of partial(f)."))
             tasks = {t.id: t for t in builtin_tasks(sorted({r["task_id"] for r in p75}))}
             complete = sorted(t.id for t in tasks.values() if fraction_to_modules(t, 0.75) == len(t.modules))
             analytic = len(complete) / len(tasks)
-            claims.append(Claim("E1 fully-passed rate of partial(0.75) = analytic mean 1[⌈0.75·K⌉ = K]",
-                                "-", rate, f"= {analytic:g}", abs(rate - analytic) < TOL,
-                                note=("⌈0.75·K⌉ = K (a complete solution) on "
-                                      + (", ".join(complete) or "no task")
-                                      + "; the spec's bar of 0 ignored this (spec_partial_bar=true "
-                                        "restores it)")))
+            m["partial75_full_rate_dev"] = Measurement(
+                abs(rate - analytic),
+                note=(f"F(partial(0.75)) = {rate:g}, analytic {analytic:g}: ⌈0.75·K⌉ = K (a complete "
+                      "solution) on " + (", ".join(complete) or "no task")))
+            if config.spec_partial_bar:
+                notes.append(f"the spec's literal bar F(partial(0.75)) = 0: "
+                             f"{'PASS' if rate == 0 else 'FAIL'} ({rate:g}); it conflicts with the "
+                             "spec's own partial(f), which completes the K = 3-module tasks")
     # aggregate A of the whole mixed population equals the hand-computed mean
     results = Results(records=[{**r, "category": r["category"]} for r in recs])
     summary = results.summary()
@@ -187,12 +171,10 @@ def e1_summarize(jobs, config: E1Config) -> Result:
     for r in recs:
         per_task.setdefault(r["task_id"], []).append(r["score"])
     hand = sum(sum(v) / len(v) for v in per_task.values()) / len(per_task)
-    claims.append(Claim("E1 aggregate A of the mixed population = hand-computed mean (|Δ|)", "-",
-                        abs(summary["avg_pass_rate"] - hand), "< 1e-12",
-                        abs(summary["avg_pass_rate"] - hand) < TOL))
+    m["aggregate_dev"] = abs(summary["avg_pass_rate"] - hand)
     isolation = sorted({r["isolation"] for r in recs})
-    notes = [f"isolation: {', '.join(isolation)}",
-             f"mixed-population summary: A = {summary['avg_pass_rate']:.4f}, "
+    notes += [f"isolation: {', '.join(isolation)}",
+              f"mixed-population summary: A = {summary['avg_pass_rate']:.4f}, "
              f"F = {summary['fully_passed_rate']:.4f}, micro = {summary['micro_pass_rate']:.4f}, "
              f"CI95 = ({summary['ci95'][0]:.3f}, {summary['ci95'][1]:.3f}), "
              f"labels = {summary['failure_modes']}"]
@@ -207,7 +189,7 @@ def e1_summarize(jobs, config: E1Config) -> Result:
     ax.set_ylabel("score s (x: analytic s*)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"E1 scores": frame}, figures={"e1_scores": fig}, claims=_harness_checks(claims),
+    return Result(tables={"E1 scores": frame}, figures={"e1_scores": fig}, measurements=m,
                   notes=notes)
 
 
@@ -257,45 +239,42 @@ def e2_summarize(jobs, config: E2Config) -> Result:
                                              "unexpected_tests", "agent_wall_s")} for r in recs])
     frame["ok"] = [(abs(r["score"] - r["expected_score"]) < TOL and r["label"] == r["expected_label"])
                    for r in recs]
-    claims = []
+    m = {}
     score_ok = [abs(r["score"] - r["expected_score"]) < TOL for r in recs]
-    claims.append(Claim("E2 every control scores 0 (test_leak: s*(0.5))", "official grader is "
-                        "forgeable (audit)", f"{sum(score_ok)}/{len(recs)}", "all", all(score_ok)))
+    m["controls_score_misses"] = Measurement(len(recs) - sum(score_ok),
+                                             note=f"{sum(score_ok)}/{len(recs)} as expected")
     label_ok = [r["label"] == r["expected_label"] for r in recs]
-    claims.append(Claim("E2 every control gets its expected failure label", "-",
-                        f"{sum(label_ok)}/{len(recs)}", "all", all(label_ok)))
+    m["controls_label_misses"] = Measurement(len(recs) - sum(label_ok),
+                                             note=f"{sum(label_ok)}/{len(recs)} as expected")
     by = {}
     for r in recs:
         by.setdefault(r["control"], []).append(r)
     if "forgery" in by:
         f = by["forgery"]
-        ok = all(r["score"] == 0 and r["legacy_score"] == 1.0 for r in f)
-        claims.append(Claim("E2 forgery: ours 0 vs official regex scorer 1.0",
-                            "regex parsing of free text inflates the numerator",
-                            f"ours {max(r['score'] for r in f):g} / legacy "
-                            f"{min(r['legacy_score'] for r in f):g}", "0 vs 1.0", ok))
+        m["forgery_vs_legacy"] = _check(all(r["score"] == 0 and r["legacy_score"] == 1.0 for r in f),
+                                        f"ours {max(r['score'] for r in f):g} / official regex "
+                                        f"scorer {min(r['legacy_score'] for r in f):g}")
     if "hang" in by:
-        over = max(r["agent_wall_s"] - r["wall_budget_s"] for r in by["hang"])
-        claims.append(Claim.at_most("E2 hang: timeout, wall − deadline (s)", over, 10.0,
-                                    note="label " + ",".join(r["label"] for r in by["hang"])))
+        m["hang_overrun_s"] = Measurement(
+            max(r["agent_wall_s"] - r["wall_budget_s"] for r in by["hang"]),
+            note="label " + ",".join(r["label"] for r in by["hang"]))
     for name in ("memhog", "forkbomb"):
         if name in by:
-            ok = all(r["label"] == "resource_killed" for r in by[name])
-            claims.append(Claim(f"E2 {name}: resource_killed, harness survives", "-",
-                                ",".join(r["label"] for r in by[name]), "resource_killed", ok))
+            m[f"{name}_killed"] = _check(all(r["label"] == "resource_killed" for r in by[name]),
+                                         "labels " + ",".join(r["label"] for r in by[name]))
+    not_enforced = "sandbox 'none': the network and hidden-file checks are not enforced"
     if "net_probe" in by:
         connected = sum(r["agent_stdout"].count("CONNECTED") for r in by["net_probe"])
         failed = sum(r["agent_stdout"].count("FAILED") for r in by["net_probe"])
-        claims.append(Claim("E2 net_probe: no connection succeeds", "-",
-                            f"{connected} connected, {failed} failed" if enforced else "not enforced",
-                            "0 connected (errors logged)", enforced and connected == 0 and failed > 0))
+        m["net_blocked"] = (_check(connected == 0 and failed > 0,
+                                   f"{connected} connected, {failed} failed") if enforced
+                            else Measurement(None, incomplete=not_enforced))
     if "peek" in by:
-        counts = [int(m.group(1)) for r in by["peek"]
-                  for m in [re.search(r"readable_hidden_files=(\d+)", r["agent_stdout"])] if m]
-        ok = enforced and len(counts) == len(by["peek"]) and max(counts) == 0
-        claims.append(Claim("E2 peek: hidden tests/reference not readable", "-",
-                            f"{max(counts) if counts else 'n/a'} files readable" if enforced
-                            else "not enforced", "0 readable", ok))
+        counts = [int(g.group(1)) for r in by["peek"]
+                  for g in [re.search(r"readable_hidden_files=(\d+)", r["agent_stdout"])] if g]
+        m["peek_blocked"] = (_check(len(counts) == len(by["peek"]) and max(counts) == 0,
+                                    f"{max(counts) if counts else 'n/a'} files readable")
+                             if enforced else Measurement(None, incomplete=not_enforced))
     forgers = [r for r in recs if r["control"] in FORGERS]
     if forgers:
         flagged = [r for r in forgers if r["score"] == 0 and r["label"] == r["expected_label"]
@@ -303,18 +282,13 @@ def e2_summarize(jobs, config: E2Config) -> Result:
                         or any(f.startswith(_FLAG_PREFIX[r["control"]]) for f in r["flags"]))
                    and "without being stopped" not in r["agent_stdout"]]
         classes = sorted({FORGER_CLASS[r["control"]] for r in forgers})
-        claims.append(Claim("E2 forgery audit: every forger scores 0 with its label and flag",
-                            "six attack classes scored 1.0 (or went unstopped) on the earlier harness",
-                            f"{len(flagged)}/{len(forgers)}", "all", len(flagged) == len(forgers),
-                            note="classes: " + "; ".join(classes)))
+        m["forger_misses"] = Measurement(len(forgers) - len(flagged),
+                                         note=f"{len(flagged)}/{len(forgers)} stopped; classes: "
+                                              + "; ".join(classes))
     if "test_leak" in by:
-        ok = all(abs(r["score"] - r["expected_score"]) < TOL for r in by["test_leak"])
-        claims.append(Claim("E2 test_leak: tests the package ships never count (s = s*(0.5))", "issue #12",
-                            ",".join(f"s={r['score']:.3f} ({r['unexpected_tests']} collected)"
-                                     for r in by["test_leak"]), "= s*", ok,
-                            note="the package's test_* functions reach the test process only as remote "
-                                 "callables, which pytest does not collect; a workspace tests/ folder is "
-                                 "deleted before grading"))
+        m["test_leak_ignored"] = _check(
+            all(abs(r["score"] - r["expected_score"]) < TOL for r in by["test_leak"]),
+            ",".join(f"s={r['score']:.3f} ({r['unexpected_tests']} collected)" for r in by["test_leak"]))
     notes = [f"isolation: {', '.join(isolation)}"]
     if not enforced:
         notes.append("WARNING: sandbox 'none' — network and hidden-file checks are NOT enforced")
@@ -328,8 +302,8 @@ def e2_summarize(jobs, config: E2Config) -> Result:
     ax.set_ylabel("score")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"E2 controls": frame}, figures={"e2_controls": fig},
-                  claims=_harness_checks(claims), notes=notes)
+    return Result(tables={"E2 controls": frame}, figures={"e2_controls": fig}, measurements=m,
+                  notes=notes)
 
 
 # The flag each forger must leave (besides its label); git_history and tmpfs_hog are stopped
@@ -375,20 +349,18 @@ def e3_run(config: E3Config, seed: int, task: dict) -> dict:
 
 def e3_summarize(jobs, config: E3Config) -> Result:
     recs = {j.metrics["case"]: j.metrics for j in jobs}
-    claims = []
+    m = {}
     if "premature" in recs:
         r = recs["premature"]
-        claims.append(Claim(f"E3 finish at step {config.finish_at}/{config.max_steps} with "
-                            f"{config.write} modules ⇒ premature_finish",
-                            "premature termination is a main failure mode", r["label"],
-                            "premature_finish", r["label"] == "premature_finish",
-                            note=f"steps={r['steps']}, s={r['score']:.3f}"))
+        m["premature_finish"] = _check(r["label"] == "premature_finish",
+                                       f"label {r['label']}; finish at step {config.finish_at}/"
+                                       f"{config.max_steps} with {config.write} modules; "
+                                       f"steps={r['steps']}, s={r['score']:.3f}")
     if "step_limit" in recs:
         r = recs["step_limit"]
-        claims.append(Claim("E3 never finishing ⇒ step_limit", "OpenHands iteration cap",
-                            r["label"], "step_limit", r["label"] == "step_limit",
-                            note=f"steps={r['steps']} of {r['max_steps']}"))
-    return Result(tables={"E3": pd.DataFrame(list(recs.values()))}, claims=_harness_checks(claims))
+        m["step_limit"] = _check(r["label"] == "step_limit",
+                                 f"label {r['label']}; steps={r['steps']} of {r['max_steps']}")
+    return Result(tables={"E3": pd.DataFrame(list(recs.values()))}, measurements=m)
 
 
 # -- scaling -----------------------------------------------------------------------------
@@ -421,21 +393,18 @@ def scaling_summarize(jobs, config: ScalingConfig) -> Result:
     n = [r["n_tests"] for r in recs]
     slope = loglog_slope(n, [r["overhead_s"] for r in recs])
     parse_slope = loglog_slope(n, [max(r["parse_score_s"], 1e-6) for r in recs])
-    claims = [Claim.at_most("scaling: log-log slope of harness overhead vs |M|", slope, 1.15,
-                            paper="harness overhead O(|M|)",
-                            note=f"overhead = total − pytest's own duration; parse+score alone: "
-                                 f"slope {parse_slope:.2f}"),
-              Claim("scaling: oracle scores 1.0 at every size", "-", min(r["score"] for r in recs),
-                    "= 1.0", all(r["score"] == 1.0 for r in recs))]
+    m = {"overhead_slope": Measurement(slope, note=f"overhead = total − pytest's own duration; "
+                                                   f"parse+score alone: slope {parse_slope:.2f}"),
+         "oracle_all_sizes": _check(all(r["score"] == 1.0 for r in recs),
+                                    f"min score {min(r['score'] for r in recs):g}")}
     if len(recs) >= 2:
         # A fit over all sizes hides a superlinear tail behind the constant install cost (a
         # quadratic failure summary once cost 449 s at |M| = 3200 under a fitted slope of 0.97):
         # the largest step is judged on its own, with the bar of the fit.
         top = recs[-2:]
-        step = loglog_slope([r["n_tests"] for r in top], [r["overhead_s"] for r in top])
-        claims.append(Claim.at_most("scaling: slope of harness overhead between the two largest |M|", step,
-                                    1.15, paper="harness overhead O(|M|)",
-                                    note=f"|M| = {top[0]['n_tests']} → {top[1]['n_tests']}"))
+        m["overhead_top_step_slope"] = Measurement(
+            loglog_slope([r["n_tests"] for r in top], [r["overhead_s"] for r in top]),
+            note=f"|M| = {top[0]['n_tests']} → {top[1]['n_tests']}")
     fig, ax = subplots(figsize=(4.5, 3.2))
     ax.loglog(n, frame["overhead_s"], "o-", label="overhead (total − pytest)")
     ax.loglog(n, frame["pytest_s"].clip(lower=1e-3), "s--", label="pytest's own duration")
@@ -444,33 +413,23 @@ def scaling_summarize(jobs, config: ScalingConfig) -> Result:
     ax.set_ylabel("seconds")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"scaling": frame}, figures={"scaling": fig}, claims=_harness_checks(claims),
+    return Result(tables={"scaling": frame}, figures={"scaling": fig}, measurements=m,
                   notes=[f"parse+score slope {parse_slope:.3f}"])
 
 
 EXPERIMENT = register(Experiment(
-    slug="nl2repo",
-    title="NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding Agents",
+    slug="nl2repo",  # title, claims and part descriptions: claims.toml
     parts=[
         Part("E1", e1_run, e1_summarize,
              quick=E1Config(tasks=("kvlog",), oracle_runs=2, fractions=(0.5,)),
-             full=E1Config(), seeds=(0,), quick_seeds=(0,), tasks=e1_tasks,
-             description="reference-agent matrix: oracle ×3, null, stub, partial(f) on 4 tasks"),
+             full=E1Config(), seeds=(0,), quick_seeds=(0,), tasks=e1_tasks),
         Part("E2", e2_run, e2_summarize,
              quick=E2Config(tasks=("kvlog",), controls=("forgery", "report_patch", "hang",
                                                          "symlink_escape", "atexit_rewrite"), wall_s=4.0),
-             full=E2Config(), seeds=(0,), quick_seeds=(0,), tasks=e2_tasks,
-             description="twelve negative controls and eight forgers (six attack classes) on 2 tasks"),
+             full=E2Config(), seeds=(0,), quick_seeds=(0,), tasks=e2_tasks),
         Part("E3", e3_run, e3_summarize, quick=E3Config(task="kvlog", write=1),
-             full=E3Config(), seeds=(0,), quick_seeds=(0,), tasks=e3_tasks,
-             description="premature-finish and step-limit detection (step protocol)"),
+             full=E3Config(), seeds=(0,), quick_seeds=(0,), tasks=e3_tasks),
         Part("scaling", scaling_run, scaling_summarize, quick=ScalingConfig(sizes=(20, 160)),
-             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,), tasks=scaling_tasks,
-             description="harness overhead vs |M|: log-log slope ≤ 1.15"),
+             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,), tasks=scaling_tasks),
     ],
-    claims=["best agents reach only ≈40 % average test pass rate: not reproducible offline (no "
-            "LLM agents, no task images), so no claim of the paper is checked here; every claim "
-            "of this experiment is a harness check: scores exact for agents of known quality, 0 "
-            "and a label for twelve cheating or misbehaving agents and eight forgers"],
-    reference="Ding et al., NL2Repo-Bench, ICML 2026, arXiv:2512.12730",
 ))
