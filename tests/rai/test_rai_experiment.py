@@ -8,16 +8,15 @@ from icml26.core.experiment import get_experiment
 from icml26.core.runner import run_part
 
 GLYPHSAFE_CLAIMS = {
-    "precondition met (share of seeds)", "1. RAI image-attack ASR / no-defense ASR",
-    "2a. |colour-VQA(RAI) − colour-VQA(none)| (points)", "2b. RAI benign-image over-refusal",
-    "3. random prototypes: relative ASR reduction", "4. all-token over-refusal − RAI over-refusal",
-    "5a. proj(text harmful) − proj(image attack) > 0 (dilution)",
-    "5b. RAI moves image attacks toward text-harmful (share of the gap)",
-    "5c. RAI moves benign images (share of the gap)", "6. selected token on the glyph (share of attacks)",
-    "1'. RAI (grid setting selected on dev) ASR / no-defense ASR",
-    "oracle control: oracle ASR / no-defense ASR (dev, worst seed)",
-    "1 (literal). RAI absolute λ = 1 (spec default) ASR / no-defense ASR",
-    "7. risk-score AUROC, attack vs benign images (mean over seeds)"}
+    "premise_share", "oracle_ratio", "selection_auroc", "rai_asr_ratio", "literal_asr_ratio",
+    "dev_selected_asr_ratio", "colour_drop_points", "over_refusal", "random_reduction",
+    "alltoken_over_refusal_gap", "dilution_gap", "attack_move", "benign_move", "glyph_overlap",
+    "risk_auroc"}
+GATED = GLYPHSAFE_CLAIMS - {"premise_share", "oracle_ratio", "selection_auroc", "dilution_gap"}
+
+
+def _by_key(claims):
+    return {c.id.split("/", 1)[1]: c for c in claims}
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +27,7 @@ def experiment():
 def test_glyphsafe_quick_run(experiment, tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
     outcome = run_part(experiment, "glyphsafe", quick=True)
-    claims = outcome.claims_by_name()
+    claims = _by_key(outcome.result.claims)
     assert set(claims) == GLYPHSAFE_CLAIMS
     assert "precondition" not in capfd.readouterr().out           # the terminal stays quiet
     assert any("precondition" in j.output for j in outcome.jobs)   # it goes to the run's log
@@ -41,30 +40,29 @@ def test_glyphsafe_quick_run(experiment, tmp_path, monkeypatch, capfd):
         for ax in fig.axes[:1]:
             assert ax.get_xlabel() and ax.get_ylabel()
     # the untrained quick model cannot meet the premise: the claim says so instead of passing
-    assert not claims["precondition met (share of seeds)"].passed
-    assert 0.0 <= claims["6. selected token on the glyph (share of attacks)"].measured <= 1.0
-    assert 0.0 <= claims["7. risk-score AUROC, attack vs benign images (mean over seeds)"].measured <= 1.0
-    # RAI's ASR claims are INCOMPLETE exactly when the oracle control fails
-    gated = [n for n in claims if n.startswith(("1", "3."))]
-    oracle_passed = claims["oracle control: oracle ASR / no-defense ASR (dev, worst seed)"].passed
-    assert all((claims[n].verdict == "INCOMPLETE") == (not oracle_passed) for n in gated)
+    assert not claims["premise_share"].passed
+    assert 0.0 <= claims["glyph_overlap"].measured <= 1.0
+    assert 0.0 <= claims["risk_auroc"].measured <= 1.0 and 0.0 <= claims["selection_auroc"].measured <= 1.0
+    # every claim that needs a pathway or a selection is INCOMPLETE exactly when a control fails
+    controls_pass = claims["oracle_ratio"].passed and claims["selection_auroc"].passed
+    assert all((claims[k].verdict == "INCOMPLETE") == (not controls_pass) for k in GATED)
+    assert {claims[k].kind for k in ("premise_share", "oracle_ratio", "selection_auroc")} == {"control"}
 
 
 def test_overhead_quick_run(experiment):
     outcome = run_part(experiment, "overhead", quick=True)
-    claims = outcome.claims_by_name()
-    assert set(claims) == {"log-log slope of score+modulate time in N_v (d = 128)",
-                           "score+modulate time / one prefill at N_v = 16 (toy model)"}
+    claims = _by_key(outcome.result.claims)
+    assert set(claims) == {"slope_d128", "slope_d1024", "time_vs_prefill"}
+    assert claims["slope_d1024"].verdict == "INCOMPLETE"          # quick mode measures d = 128 only
     # wall-clock timings on a shared machine: the verdict is reported, the structure tested
-    assert all(math.isfinite(c.measured) for c in claims.values())
-    assert claims["log-log slope of score+modulate time in N_v (d = 128)"].bar == "≤ 1.15"
+    assert all(math.isfinite(claims[k].measured) for k in ("slope_d128", "time_vs_prefill"))
+    assert claims["slope_d128"].bar == "≤ 1.15" and claims["slope_d128"].kind == "check"
 
 
-def test_strength_rule_auroc_and_oracle_gate():
+def test_strength_rule_and_auroc():
     import numpy as np
 
-    from icml26.core.experiment import Claim
-    from icml26.rai.experiment import _gate, auroc, select_strength
+    from icml26.rai.experiment import auroc, select_strength
 
     rows = [{"strength": 1.0, "attack_asr": 0.9, "over_refusal": 0.0},
             {"strength": 3.0, "attack_asr": 0.4, "over_refusal": 0.04},
@@ -78,7 +76,29 @@ def test_strength_rule_auroc_and_oracle_gate():
     pos, neg = rng.normal(1, 1, 40), rng.normal(0, 1, 50)
     brute = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
     assert abs(auroc(pos, neg) - brute) < 1e-12
-    claim = Claim.at_most("1. x", 0.1, 0.5)
-    assert claim.verdict == "PASS" and _gate(claim, "").verdict == "PASS"
-    gated = _gate(claim, "the world gives no pathway")
-    assert gated.verdict == "INCOMPLETE" and not gated.passed and "no pathway" in gated.note
+
+
+def _planted(**over):
+    m = {"premise_share": 1.0, "oracle_ratio": 0.2, "selection_auroc": 0.95, "rai_asr_ratio": 0.1,
+         "random_asr_ratio": 1.0, "best_baseline_asr_ratio": 0.8, "literal_asr_ratio": 0.3,
+         "dev_selected_asr_ratio": 0.2, "colour_drop_points": 0.0, "over_refusal": 0.01,
+         "random_reduction": 0.0, "alltoken_over_refusal_gap": 0.5, "dilution_gap": 0.3,
+         "attack_move": 0.7, "benign_move": 0.01, "glyph_overlap": 0.9, "risk_auroc": 0.95}
+    return {**m, **over}
+
+
+def test_controls_gate_every_claim_that_needs_them(experiment):
+    """A planted world where both controls pass lets the claims pass; a failing oracle or
+    selection control makes each of them INCOMPLETE (not FAIL); random prototypes that halve
+    the ASR too make claim 1 NOT EARNED."""
+    from icml26.core.claims import evaluate
+
+    specs = experiment.part("glyphsafe").claim_specs
+    good = _by_key(evaluate(specs, _planted()))
+    assert all(c.verdict == "PASS" for c in good.values()), {k: c.verdict for k, c in good.items()}
+    for bad in ({"oracle_ratio": 0.9}, {"selection_auroc": 0.6}):
+        c = _by_key(evaluate(specs, _planted(**bad)))
+        assert all(c[k].verdict == "INCOMPLETE" and "precondition not met" in c[k].note for k in GATED)
+        assert c["dilution_gap"].verdict == "PASS"
+    c = _by_key(evaluate(specs, _planted(random_asr_ratio=0.4)))
+    assert c["rai_asr_ratio"].verdict == "NOT EARNED"
