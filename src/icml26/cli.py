@@ -185,6 +185,12 @@ def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
     if led is None:
         return Text("not recorded", style="dim"), Text("")
     n = ledger.counts(led)
+    if not n["total"]:     # nothing of the paper testable here: say so, with the checks
+        checks = ledger.counts(led, kind="all")
+        return (Text(f"no paper claim; checks {checks['PASS']}/{checks['total']}",
+                     style="green" if checks["PASS"] == checks["total"] else "yellow"),
+                Text("stale", style="bold yellow") if (entry.get("ledger") or {}).get("current") is False
+                else Text(ledger.recorded_date(led)))
     text = f"{n['PASS']}/{n['total']}" + (" pass" if n["PASS"] == n["total"] else "")
     if n["FAIL"]:     # compact, so a row fits 80 columns: "17/20, 2 fail, 1 n.e., 1 inc."
         text += f", {n['FAIL']} fail"

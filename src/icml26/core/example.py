@@ -75,6 +75,7 @@ def summarize(jobs: list, config: RateConfig) -> Result:
 EXPERIMENT = Experiment(
     slug="example",
     title="Worked example: the sample mean's error shrinks as 1/sqrt(n)",
+    headline="rate/log-log slope of error in n",
     parts=[Part(name="rate", run=run, summarize=summarize, tasks=tasks,
                 quick=RateConfig(sizes=(10, 100), repetitions=50),
                 full=RateConfig(), seeds=(0, 1, 2), quick_seeds=(0, 1),

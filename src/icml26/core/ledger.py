@@ -253,13 +253,14 @@ def record_report(report_dir: str | Path, slugs: Sequence[str] | None = None, *,
 
 
 def _headline_id(exp, parts: list) -> str | None:
+    """The recorded id of the experiment's headline claim; None when it declares none (a
+    paper none of whose claims can be tested here, like nl2repo's)."""
     ids = [c["id"] for p in parts for c in p["claims"]]
     if exp.headline:
         for cid in ids:
             if cid.startswith(exp.headline) or cid.split("/", 1)[1].startswith(exp.headline):
                 return cid
-    defaults = [c["id"] for p in parts if p["default"] for c in p["claims"]]
-    return (defaults or ids or [None])[0]
+    return None
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -677,6 +678,8 @@ def summary_block(root: Path | None = None) -> str:
         head_claim = headline_claim(ledger, table.headline if table is not None else None)
         if head_claim is not None and not claim_text:
             claim_text = head_claim["name"]
+        if head_claim is None and table is not None and not table.headline:
+            claim_text = "— (no claim of the paper can be tested here)"
         verdict = "—" if head_claim is None else head_claim["verdict"] + (
             " (known)" if head_claim.get("known_negative") and head_claim["verdict"] != "PASS"
             else "")
