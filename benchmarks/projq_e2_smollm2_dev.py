@@ -1,4 +1,4 @@
-"""Pre-registration of E2-smollm2 (issue #40) on the corpus *dev* split with the dev seed.
+"""Pre-registration of E2-smollm2 on the corpus *dev* split with the dev seed.
 
 Nothing here is reported as a result; it fixes the constants in ``icml26/projq/e2_smollm2.py``.
 
