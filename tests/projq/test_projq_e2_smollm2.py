@@ -1,18 +1,19 @@
-"""E2-smollm2 (issue #40): the tail-of-blocks machinery against the full model, quantization and
+"""E2-smollm2: the tail-of-blocks machinery against the full model, quantization and
 compensation fed cached hidden states against direct computation, bad inputs, and a quick run of
 the part on a tiny random stand-in (seconds)."""
 
 import dataclasses
 import types
 
-import numpy as np
 import pytest
 import torch
 
+from icml26.core.claims import evaluate
 from icml26.core.experiment import get_experiment
 from icml26.core.runner import run_part
 from icml26.projq import GroupQuantizer, gptq_quantize, lordq_init
-from icml26.projq.e2_smollm2 import POWER_BAR, SmolE2Config, run_e2_smollm2, summarize_e2_smollm2
+from icml26.projq.e2_smollm2 import (SmolE2Config, choose_tail, e2_smollm2_tasks, run_e2_smollm2,
+                                     summarize_e2_smollm2, tail_for)
 from icml26.projq.experiment import E2S_QUICK
 from icml26.projq.model import quantize_model
 from icml26.projq.quant import ActivationStats
@@ -160,12 +161,11 @@ def test_quick_part_runs_on_the_tiny_stand_in():
     assert "E2-smollm2" not in [p.name for p in experiment.select()]          # opt-in
     outcome = run_part(experiment, "E2-smollm2", quick=True)
     assert not outcome.failed_jobs, [j.error for j in outcome.failed_jobs]
-    names = [c.name for c in outcome.result.claims]
-    assert sum("positive control" in n for n in names) == 4
-    assert any("compensation CE(ProjQ)" in n for n in names)
-    assert any("fine-tuned CE(ProjQ)" in n for n in names)
+    claims = {c.id: c for c in outcome.result.claims}
+    assert {"E2-smollm2/power_b2_doc", "E2-smollm2/power_b2_topics", "E2-smollm2/comp_b2_doc",
+            "E2-smollm2/comp_b2_topics", "E2-smollm2/tuned_b2"} <= set(claims)
     table = outcome.result.tables["E2-smollm2 cross-entropy"]
-    assert set(table.method) == {"fp", "rtn", "gptq", "gptq_eora", "loftq", "projq"}
+    assert set(table.method) == {"rtn", "gptq", "gptq_eora", "loftq", "projq"}
     # same seed => same numbers
     task = {"method": "projq", "bits": 2}
     first, again = run_e2_smollm2(E2S_QUICK, 0, task), run_e2_smollm2(E2S_QUICK, 0, task)
@@ -173,39 +173,62 @@ def test_quick_part_runs_on_the_tiny_stand_in():
     assert {k: v for k, v in first.items() if k not in timing} == {k: v for k, v in again.items() if k not in timing}
 
 
-def _fake_jobs(delta):
-    """Job results where 2-bit quantization raises CE by ``delta`` (no model needed)."""
-    fp = [2.0, 2.2, 1.8, 2.1]
+def test_tail_per_bit_width_follows_the_dev_rule():
+    assert choose_tail({"gptq": {2: (0.80, 0.89)}, "rtn": {2: (2.2, 2.7)}}) == 2
+    # 3 bits: the 2- and 4-block tails stay under the 0.3-nat dev bar on one source at least
+    assert choose_tail({"gptq": {2: (0.18, 0.16), 4: (0.23, 0.21), 6: (0.31, 0.30)}}) == 6
+    assert choose_tail({"gptq": {2: (0.1, 0.1)}}) is None
+    config = SmolE2Config()
+    assert tail_for(config, 2) == 2 and tail_for(config, 3) == dict(config.tail_by_bits)[3]
+    tasks = e2_smollm2_tasks(config)
+    assert {t["tail"] for t in tasks if t["method"] == "fp"} == {tail_for(config, b) for b in config.bits}
+    assert all(t["tail"] == tail_for(config, t["bits"]) for t in tasks if t["method"] != "fp")
+
+
+def _fake_jobs(delta, bits=2, tail=2):
+    """Job results where b-bit quantization raises CE by ``delta`` (no model needed)."""
+    fp = [2.0, 2.2, 1.8, 2.1, 2.05, 1.95]
     jobs = []
     for seed in (0, 1, 2):
-        for method, bits, extra in (("rtn", 2, delta + 0.1), ("gptq", 2, delta), ("gptq_eora", 2, delta / 2),
-                                    ("projq", 2, delta / 3), ("fp", 16, 0.0)):
-            comp = [v + extra for v in fp]
+        for method, b, extra in (("rtn", bits, delta + 0.1), ("gptq", bits, delta), ("gptq_eora", bits, delta / 2),
+                                 ("projq", bits, delta / 3), ("fp", 16, 0.0)):
+            comp = [v + extra + 0.01 * k * delta for k, v in enumerate(fp)]
             jobs.append(types.SimpleNamespace(metrics={
-                "method": method, "bits": bits, "seed": seed, "fp_doc_rows": fp, "fp_topics_rows": fp,
-                "comp_doc_rows": comp, "comp_topics_rows": comp,
-                "tuned_topics_rows": [v - 0.5 + extra / 4 + 0.001 * seed for v in fp],
+                "method": method, "bits": b, "seed": seed, "fp_doc_rows": fp, "fp_topics_rows": fp,
+                "comp_doc_rows": comp, "comp_topics_rows": comp, "tail": tail,
+                "tuned_topics_rows": [v - 0.5 + extra / 4 + 0.001 * seed + 0.002 * k for k, v in enumerate(fp)],
                 "quantize_cpu_seconds": 1.0, "finetune_cpu_seconds": 1.0, "first_block": 28}))
     return jobs
 
 
 @pytest.mark.parametrize("delta, powered", [(0.6, True), (0.1, False)])
-def test_positive_control_gates_the_comparison_claims(delta, powered):
-    config = SmolE2Config(bits=(2,), methods=("rtn", "gptq", "gptq_eora", "projq"))
+def test_power_control_gates_the_comparison_claims(delta, powered):
+    """A planted power control below the bar turns every comparison INCOMPLETE (the gate can flip)."""
+    config = SmolE2Config(bits=(2,), methods=("rtn", "gptq", "gptq_eora", "projq"), tail_by_bits=())
     result = summarize_e2_smollm2(_fake_jobs(delta), config)
-    claims = {c.name: c for c in result.claims}
-    control = claims["E2-smollm2 positive control: CE(GPTQ, 2-bit) - CE(fp), held-out docstrings"]
-    assert control.measured == pytest.approx(delta) and control.passed == (delta >= POWER_BAR)
-    comp = claims["E2-smollm2 compensation CE(ProjQ) - CE(GPTQ+EoRA) at 2 bits"]
+    specs = get_experiment("projq").part("E2-smollm2").claim_specs
+    claims = {c.id: c for c in evaluate(specs, result.measurements)}
+    control = claims["E2-smollm2/power_b2_doc"]
+    assert control.measured == pytest.approx(delta + 0.025 * delta)
+    assert (control.verdict == "PASS") == powered
+    comp = claims["E2-smollm2/comp_b2_doc"]
     assert comp.measured == pytest.approx(delta / 3 - delta / 2)
-    tuned = claims["E2-smollm2 fine-tuned CE(ProjQ) - best baseline at 2 bits (mean of seeds)"]
+    assert result.measurements["comp_lora0_b2_doc"] == pytest.approx(delta / 2)
+    tuned = claims["E2-smollm2/tuned_b2"]
     assert tuned.measured == pytest.approx((delta / 3 - delta / 2) / 4)
     for claim in (comp, tuned):
-        assert claim.incomplete == (not powered)
-        assert claim.verdict == ("PASS" if powered else "INCOMPLETE")
-    if not powered:
-        assert "positive control failed" in comp.note
-    assert np.isfinite(result.tables["E2-smollm2 cross-entropy"]["fine-tuned − fp+LoRA"]).all()
+        assert claim.verdict == ("PASS" if powered else "INCOMPLETE"), claim
+    # 3-bit claims: no 3-bit jobs, so they are incomplete, never passed
+    assert claims["E2-smollm2/comp_b3_doc"].verdict == "INCOMPLETE"
+
+
+def test_a_negative_control_that_meets_the_bar_makes_the_claim_not_earned():
+    config = SmolE2Config(bits=(2,), methods=("rtn", "gptq", "gptq_eora", "projq"), tail_by_bits=())
+    result = summarize_e2_smollm2(_fake_jobs(0.6), config)
+    result.measurements["comp_lora0_b2_doc"] = -0.05      # planted: no compensation at all "wins" too
+    specs = get_experiment("projq").part("E2-smollm2").claim_specs
+    claims = {c.id: c for c in evaluate(specs, result.measurements)}
+    assert claims["E2-smollm2/comp_b2_doc"].verdict == "NOT EARNED"
 
 
 @pytest.mark.parametrize("method", ["gptq_eora", "loftq", "rtn"])

@@ -177,3 +177,52 @@ def test_loftq_alternation_reduces_the_weight_error():
     assert float(torch.linalg.norm(W - W_hat - B @ A)) <= float(torch.linalg.norm(W - one[0] - one[2] @ one[1])) + 1e-6
     with pytest.raises(ValueError, match="rank"):
         loftq_init(W, quantizer, 32)
+
+
+def test_gptq_eora_alternation_round_zero_is_gptq_plus_eora():
+    from icml26.projq import gptq_eora_alternation
+
+    W, X = synthetic_layer(48, 64, tokens=512, seed=2)
+    stats = ActivationStats.from_tensor(X)
+    quantizer = GroupQuantizer(2, -1)
+    W_gptq = gptq_quantize(W, stats.hessian(), quantizer)
+    A0, B0 = lordq_init(W, W_gptq, stats, 6)
+    # the first round has no correction yet: GPTQ, then the EoRA adapter of its error
+    W_hat, A, B = gptq_eora_alternation(W, stats, quantizer, 6, n_iter=0 + 1, return_best=True)
+    S = stats.sqrt_gram().float()
+
+    def loss(W_hat, A, B):
+        return float((((W - W_hat - B @ A) @ S) ** 2).sum())
+
+    # the best round is never worse than round 0 on the calibration objective (what return_best picks)
+    assert loss(W_hat, A, B) <= loss(W_gptq, A0, B0) * (1 + 1e-5)
+    # the adapter is the EoRA optimum of the returned weight: rho_r equals the compensated residual
+    rho = uncorrectable_residual(W, W_hat, stats, 6)
+    reference = float(((W.double() @ S.double()) ** 2).sum())
+    assert loss(W_hat, A, B) / reference == pytest.approx(rho, rel=1e-3)
+    with pytest.raises(ValueError, match="n_iter"):
+        gptq_eora_alternation(W, stats, quantizer, 6, n_iter=0)
+    with pytest.raises(TypeError, match="quantizer"):
+        gptq_eora_alternation(W, stats, "2-bit", 6)
+
+
+def test_gptq_eora_alternation_runs_the_requested_rounds(monkeypatch):
+    import icml26.projq.projq as projq_module
+    from icml26.projq import gptq_eora_alternation
+
+    calls = []
+    real = projq_module._gptq
+    monkeypatch.setattr(projq_module, "_gptq", lambda *a, **k: calls.append(1) or real(*a, **k))
+    W, X = synthetic_layer(16, 32, tokens=128, seed=0)
+    gptq_eora_alternation(W, ActivationStats.from_tensor(X), GroupQuantizer(2, -1), 2, n_iter=3)
+    assert len(calls) == 4                      # T + 1 GPTQ calls, as ProjQ's max_iter = T
+
+
+@pytest.mark.parametrize("svd", ["exact", "randomized"])
+def test_fit_leaves_the_global_rng_untouched(svd):
+    W, X = synthetic_layer(32, 32, tokens=256, seed=0)
+    stats = ActivationStats.from_tensor(X)
+    state = torch.get_rng_state()
+    ProjQ(2, -1, 4, max_iter=2, svd=svd, random_state=3).fit(W, stats)
+    lordq_init(W, rtn_quantize(W, GroupQuantizer(2, -1)), stats, 4, svd=svd, random_state=3)
+    assert torch.equal(torch.get_rng_state(), state)

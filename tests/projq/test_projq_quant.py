@@ -192,3 +192,29 @@ def test_too_few_tokens_warn():
     stats = ActivationStats.from_tensor(torch.randn(2, 5))
     with pytest.warns(UserWarning, match="rank-deficient"):
         stats.hessian()
+
+
+def test_one_eigendecomposition_serves_the_check_and_the_square_root(monkeypatch):
+    """ActivationStats validates G (PSD) and takes its square root from one cached ``eigh``."""
+    counts = {"eigh": 0, "eigvalsh": 0}
+    real_eigh, real_eigvalsh = torch.linalg.eigh, torch.linalg.eigvalsh
+
+    def eigh(*a, **k):
+        counts["eigh"] += 1
+        return real_eigh(*a, **k)
+
+    def eigvalsh(*a, **k):
+        counts["eigvalsh"] += 1
+        return real_eigvalsh(*a, **k)
+
+    monkeypatch.setattr(torch.linalg, "eigh", eigh)
+    monkeypatch.setattr(torch.linalg, "eigvalsh", eigvalsh)
+    X = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    stats = ActivationStats.from_tensor(X)
+    stats.check()
+    S = stats.sqrt_gram()
+    assert counts == {"eigh": 1, "eigvalsh": 0}
+    torch.testing.assert_close(S @ S, stats.G)
+    stats.update(X)                               # new data: the cache is cleared
+    stats.sqrt_gram()
+    assert counts["eigh"] == 2

@@ -7,10 +7,11 @@ The real pretrained model and text come only from :mod:`icml26.zoo`.
 from __future__ import annotations
 
 import torch
+from filelock import FileLock
 
 from icml26.core.validation import check_int, check_scalar_in
 
-__all__ = ["synthetic_layer"]
+__all__ = ["synthetic_layer", "corpus_prefix_blocks", "locked"]
 
 
 def _orthogonal(n: int, generator: torch.Generator) -> torch.Tensor:
@@ -59,3 +60,28 @@ def synthetic_layer(m: int = 256, n: int = 256, tokens: int = 4096, weight_decay
     Z = torch.randn(tokens, n, generator=generator, dtype=torch.float64)
     X = (Z * c) @ _orthogonal(n, generator).T
     return W.to(torch.float32), X.to(torch.float32)
+
+
+# characters tokenized per wanted token (SmolLM2 averages ~3.5 characters per token on this text)
+PREFIX_CHARS_PER_TOKEN = 8
+
+
+def corpus_prefix_blocks(tokenizer, source: str, split: str, seq_len: int, n_blocks: int):
+    """The first ``n_blocks`` rows of ``corpus_token_blocks(tokenizer, source, split, seq_len)``,
+    tokenizing only a prefix of the split long enough for them (the whole split when needed)."""
+    from icml26.zoo import corpus_splits
+    from icml26.zoo.corpus import corpus_token_blocks, token_blocks
+
+    text = getattr(corpus_splits(source), split)
+    wanted = n_blocks * seq_len
+    prefix = text[: wanted * PREFIX_CHARS_PER_TOKEN]
+    ids = tokenizer(prefix, add_special_tokens=False, verbose=False)["input_ids"]
+    if len(prefix) == len(text) or len(ids) <= wanted:      # too short: tokenize the whole split
+        return corpus_token_blocks(tokenizer, source, split, seq_len, n_blocks)
+    return token_blocks(ids[:wanted], seq_len, n_blocks)
+
+
+def locked(path) -> FileLock:
+    """An exclusive file lock (two jobs never build the same cache entry at once)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path))

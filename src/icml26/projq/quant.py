@@ -41,8 +41,12 @@ def check_weight(W, name: str = "W") -> torch.Tensor:
     return W.detach().to(torch.float32)
 
 
-def check_gram(G, n: int, name: str = "H") -> torch.Tensor:
-    """A finite, symmetric, positive semi-definite n×n matrix, as float64."""
+def check_gram(G, n: int, name: str = "H", eigenvalues: torch.Tensor | None = None) -> torch.Tensor:
+    """A finite, symmetric, positive semi-definite n×n matrix, as float64.
+
+    ``eigenvalues`` (ascending, of the same matrix) spares the eigendecomposition when the caller
+    already has one (:class:`ActivationStats` shares its own with :meth:`~ActivationStats.sqrt_gram`).
+    """
     if not isinstance(G, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(G).__name__}")
     if G.shape != (n, n):
@@ -56,7 +60,7 @@ def check_gram(G, n: int, name: str = "H") -> torch.Tensor:
     scale = float(G.abs().max()) or 1.0
     if float((G - G.T).abs().max()) > 1e-6 * scale:
         raise ValueError(f"{name} must be symmetric (a Gram matrix X^T X)")
-    lowest = float(torch.linalg.eigvalsh(G)[0])
+    lowest = float((torch.linalg.eigvalsh(G) if eigenvalues is None else eigenvalues)[0])
     if lowest < -1e-6 * scale:
         raise ValueError(f"{name} must be positive semi-definite, its smallest eigenvalue is {lowest:.3g}")
     return G
@@ -362,12 +366,25 @@ class ActivationStats:
                           "matrix is rank-deficient (damping keeps GPTQ well posed)", stacklevel=3)
         return G, N
 
+    def eigh(self, tokens: str = "all"):
+        """``(eigenvalues, eigenvectors)`` of ``G`` (ascending, float64), computed once per update.
+
+        The one eigendecomposition behind :meth:`check` (the PSD test), :meth:`sqrt_gram` and the
+        activation whitening of :func:`~icml26.projq.projq.lordq_init`.
+        """
+        key = ("eigh", tokens)
+        if key not in self._cache:
+            G, _ = self.gram(tokens)
+            if not bool(torch.isfinite(G).all()):
+                check_gram(G, self.n_features, f"{self.name}: Gram matrix")    # raises, naming the layer
+            self._cache[key] = torch.linalg.eigh(G)
+        return self._cache[key]
+
     def sqrt_gram(self, tokens: str = "all") -> torch.Tensor:
         """Symmetric PSD square root ``S = G^{1/2}`` (float64, negative eigenvalues clipped to 0)."""
         key = ("sqrt", tokens)
         if key not in self._cache:
-            G, _ = self.gram(tokens)
-            eigenvalues, eigenvectors = torch.linalg.eigh(G)
+            eigenvalues, eigenvectors = self.eigh(tokens)
             self._cache[key] = (eigenvectors * eigenvalues.clamp(min=0).sqrt()) @ eigenvectors.T
         return self._cache[key]
 
@@ -375,7 +392,8 @@ class ActivationStats:
         """Raise ValueError (naming the layer) unless the Gram matrix is finite, symmetric and PSD."""
         key = ("checked", tokens)
         if key not in self._cache:
-            check_gram(self.gram(tokens)[0], self.n_features, f"{self.name}: Gram matrix")
+            check_gram(self.gram(tokens)[0], self.n_features, f"{self.name}: Gram matrix",
+                       eigenvalues=self.eigh(tokens)[0])
             self._cache[key] = True
 
     @classmethod
