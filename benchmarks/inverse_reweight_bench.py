@@ -47,6 +47,10 @@ if __name__ == "__main__":
     jobs = [JobResult("scaling", 0, task, run_scaling(config, 0, task), 0.0) for task in scaling_tasks(config)]
     result = summarize_scaling(jobs, config)
     print(result.tables["scaling"].to_string(index=False))
-    for claim in result.claims:
-        print(f"{claim.name}: {claim.measured_text} (bar {claim.bar}) -> {'pass' if claim.passed else 'FAIL'}")
+    from icml26.core.claims import evaluate
+    from icml26.core.experiment import get_experiment
+
+    for claim in evaluate(get_experiment("inverse_reweight").part("scaling").claim_specs,
+                          result.measurements):
+        print(f"{claim.name}: {claim.measured_text} (bar {claim.bar}) -> {claim.verdict}")
     print(*result.notes, sep="\n")

@@ -1,16 +1,23 @@
-"""Reproduction of ILR's headline claims at CPU scale (spec section 6).
+"""Reproduction of ILR's claims at CPU scale (spec section 6); the claims are in ``claims.toml``.
 
 Parts
 -----
 ``E1``
-    Long-tailed MNIST-1D (ρ = 100 and 10): ILR (official, not detached) vs CE and the
-    strong baselines CE-DRW, Balanced Softmax and LDAM-DRW, plus the detached ablation;
-    all with the same 1-D CNN and cosine classifier, schedule, epochs and seeds. Reports
-    top-1 (balanced), many/medium/few-shot accuracy, the loss imbalance coefficient and
-    NC1/NC2/NC3.
+    Long-tailed MNIST-1D at ρ = 100 (the headline world), 10 paired seeds: ILR (official,
+    not detached) vs CE, the base method without the paper's component (CE-DRW: the same
+    deferral with class-balanced weights) and the strong baselines Balanced Softmax and
+    LDAM-DRW, plus the detached ablation; all with the same 1-D CNN and cosine classifier,
+    schedule, epochs and seeds, each at its own learning rate chosen on the dev seeds.
+    Measures top-1 (balanced), many/medium/few-shot accuracy, the loss imbalance
+    coefficient and NC1/NC2/NC3; every comparison is paired over seeds with an interval.
+``E1b``
+    The same at ρ = 10, 5 paired seeds (Student-t intervals), without the detached ablation.
+``dev`` (opt-in)
+    The learning-rate grid on the dev seeds that chose :data:`TUNED_LR` and
+    :data:`COMPETITOR` by :func:`choose_on_dev` (the rule, written before the test seeds ran).
 ``ablation`` (opt-in)
     ρ = 50 and the remaining variants: focal, class-balanced CE, ILR with α = 1 and the
-    ``inv_sqrt_freq`` prior, ILR with the official MiLe learning-rate schedule.
+    ``inv_sqrt_freq`` prior, ILR with the official MiLe learning-rate schedule (report only).
 ``properties``
     Experiment B: the closed form and gradient identities on random logits.
 ``scaling``
@@ -22,28 +29,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+from icml26.core.claims import Measurement
+from icml26.core.device import cpu_only, job_device, to_numpy, uses_device
+from icml26.core.experiment import Experiment, Part, Result, register
+from icml26.core.figures import subplots
+from icml26.core.stats import (loglog_slope, mean_std, paired_mean_interval, paired_t_interval,
+                               sign_test, summary_table)
 
-from icml26.core.device import cpu_only, job_device, to_numpy, uses_device  # noqa: E402
-from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
-from icml26.core.stats import loglog_slope, mean_std, summary_table  # noqa: E402
-
-from .data import load_mnist1d_lt  # noqa: E402
-from .neural_collapse import loss_imbalance_coefficient, nc_metrics, per_class_mean_loss  # noqa: E402
-from .reweighting import InverseReweightLoss, per_class_mean  # noqa: E402
-from .trainer import LongTailTrainer  # noqa: E402
-
-TITLE = ("Rethinking Loss Reweighting for Imbalance Learning as an Inverse Problem: "
-         "A Neural Collapse Point of View")
-REFERENCE = ("J. Wang, Z. Tong, Z. Xie, Z. Gao. ICML 2026, arXiv:2605.10047. "
-             "Official code: github.com/tongzixin716716/Inverse-Loss-Reweighting")
+from .data import load_mnist1d_lt
+from .neural_collapse import loss_imbalance_coefficient, nc_metrics, per_class_mean_loss
+from .reweighting import InverseReweightLoss, per_class_mean
+from .trainer import LongTailTrainer
 
 # label -> (trainer method, loss_params, extra trainer params)
 VARIANTS = {
@@ -60,79 +61,82 @@ VARIANTS = {
     "CE-MiLe": ("ce", None, {"schedule": "mile"}),
 }
 STRONG_BASELINES = ("CE-DRW", "BalancedSoftmax", "LDAM-DRW")
+BASE_METHOD = "CE-DRW"  # the paper's deferral without its inverse-problem weights
 METRICS = ["top1", "many", "medium", "few", "lic", "loss_ratio", "nc1", "nc2_means",
            "nc2_classifier", "nc3"]
-# Spec section 6 bars.
-TOP1_GAIN_BAR = {100.0: 1.0, 10.0: -0.5}  # ILR - CE, points
-LIC_RATIO_BAR = 0.8
-STRONG_GAP_BAR = -2.0
-NC1_RATIO_BAR = 1.05
-NC2_DIFF_BAR = 0.02
-DETACH_GAIN_BAR = 0.5
+
+# -- choices made on dev seeds (never reported as results), before the test seeds ran --------
+DEV_SEEDS = (100, 101)
+DEV_RHO = 100.0
+DEV_LR_GRID = (0.025, 0.05, 0.1, 0.2, 0.4)
+DEV_METHODS = ("CE", "CE-DRW", "BalancedSoftmax", "LDAM-DRW", "ILR")
+# The rule (:func:`choose_on_dev`): each method's learning rate is the grid value with the
+# highest mean balanced top-1 over DEV_SEEDS at ρ = DEV_RHO (ties: the smaller lr); the
+# competitor is the strong baseline with the highest such mean at its own lr. The same grid
+# and seeds for every method (equal dev budget). Output of `icml26 run inverse_reweight
+# --exp dev` (the dev part checks that these constants are what the rule picks).
+TUNED_LR = {"CE": 0.2, "CE-DRW": 0.2, "BalancedSoftmax": 0.4, "LDAM-DRW": 0.05, "ILR": 0.2}
+COMPETITOR = "LDAM-DRW"
+# Variants without their own dev run use the lr of the method they modify.
+LR_FAMILY = {"ILR-detached": "ILR", "ILR-a1-invsqrt": "ILR", "ILR-MiLe": "ILR",
+             "Focal": "CE", "CB-CE": "CE", "CE-MiLe": "CE"}
+# Paired intervals: the BCa bootstrap from this many seeds up, the Student-t interval below
+# (a bootstrap over a handful of seeds is about [min, max] and too narrow).
+BCA_MIN_PAIRS = 10
+INTERVAL_LEVEL = 0.95
 
 
 @dataclass(frozen=True)
 class LongTailConfig:
     """One MNIST-1D-LT comparison (spec section 6, Experiment A)."""
 
-    rhos: tuple = (100.0, 10.0)
+    rhos: tuple = (100.0,)
     methods: tuple = ("CE", "CE-DRW", "BalancedSoftmax", "LDAM-DRW", "ILR", "ILR-detached")
     num_samples: int = 20000
     epochs: int = 60
     batch_size: int = 128
+    # lr: the shared learning rate of the old rule (tuned_lr = False); tuned_lr = True gives
+    # each method its dev-chosen TUNED_LR.
     lr: float = 0.1
+    tuned_lr: bool = True
+    # competitor: "dev" = COMPETITOR (chosen on the dev seeds); "test_max" = the old rule,
+    # the strong baseline with the highest mean test top-1 (selected on the test seeds).
+    competitor: str = "dev"
+    lr_grid: tuple = ()  # the dev part: one task per (method, lr)
     weight_decay: float = 5e-4
     warmup_frac: float = 0.05
     switch_frac: float = 0.8
-    # claim (i) at ρ=100: "paired" = one-sided sign test over seeds and the mean gain's 95 %
-    # t-interval (both must exclude "no gain"); "point" = the spec's mean gain ≥ +1.0 point.
-    gain_rule: str = "paired"
 
 
-def paired_gain(diffs, confidence: float = 0.95) -> dict:
-    """Paired comparison of per-seed differences (method − reference, in points).
-
-    Returns the mean gain, its two-sided ``confidence`` t-interval (``nan`` for one seed),
-    and the exact one-sided sign test of "gain > 0" (ties dropped).
-
-    Examples
-    --------
-    >>> out = paired_gain([1.0, 2.0, 0.5, 1.5, 1.0])
-    >>> out["wins"], round(out["p_one_sided"], 4), round(out["mean"], 2)
-    (5, 0.0312, 1.2)
-    """
-    from scipy.stats import t
-
-    from icml26.core.stats import sign_test
-
-    d = np.asarray(diffs, dtype=float)
-    n = d.size
-    test = sign_test(d)
-    wins, losses, p = test["wins"], test["losses"], test["p"]
-    mean = float(d.mean()) if n else float("nan")
-    if n > 1:
-        half = float(t.ppf(0.5 + confidence / 2, n - 1) * d.std(ddof=1) / np.sqrt(n))
-    else:
-        half = float("nan")
-    return {"n": n, "mean": mean, "low": mean - half, "high": mean + half, "wins": wins,
-            "losses": losses, "ties": n - wins - losses, "p_one_sided": p}
+def method_lr(method: str, config: LongTailConfig) -> float:
+    """The learning rate a test run of ``method`` uses under ``config``."""
+    if not config.tuned_lr:
+        return config.lr
+    return TUNED_LR[LR_FAMILY.get(method, method)]
 
 
 def long_tail_tasks(config: LongTailConfig) -> list:
     unknown = [m for m in config.methods if m not in VARIANTS]
     if unknown:
         raise ValueError(f"methods: unknown {unknown}; known: {sorted(VARIANTS)}")
-    return [{"rho": float(rho), "method": m} for rho in config.rhos for m in config.methods]
+    if config.competitor not in ("dev", "test_max"):
+        raise ValueError(f"competitor must be 'dev' or 'test_max', got {config.competitor!r}")
+    if config.lr_grid:
+        return [{"rho": float(rho), "method": m, "lr": float(lr)} for rho in config.rhos
+                for m in config.methods for lr in config.lr_grid]
+    return [{"rho": float(rho), "method": m, "lr": method_lr(m, config)}
+            for rho in config.rhos for m in config.methods]
 
 
 @uses_device
 def run_long_tail(config: LongTailConfig, seed: int, task: dict) -> dict:
-    """Train one (ρ, method, seed) and measure accuracy, LIC and NC geometry."""
+    """Train one (ρ, method, lr, seed) and measure accuracy, LIC and NC geometry."""
     start = time.perf_counter()
     X, y, X_test, y_test, counts = load_mnist1d_lt(task["rho"], num_samples=config.num_samples,
                                                    seed=seed)
     method, loss_params, extra = VARIANTS[task["method"]]
-    clf = LongTailTrainer(method, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
+    lr = float(task.get("lr", method_lr(task["method"], config)))
+    clf = LongTailTrainer(method, epochs=config.epochs, batch_size=config.batch_size, lr=lr,
                           weight_decay=config.weight_decay, warmup_frac=config.warmup_frac,
                           switch_frac=config.switch_frac, loss_params=loss_params,
                           random_state=seed, device=job_device(), **extra).fit(X, y)
@@ -144,7 +148,7 @@ def run_long_tail(config: LongTailConfig, seed: int, task: dict) -> dict:
     lic, ratio = loss_imbalance_coefficient(train_loss, y, n_classes, return_ratio=True)
     nc = nc_metrics(clf.transform(X), y, to_numpy(clf.model_.classifier.normalized_weight()))
     return {
-        "rho": task["rho"], "method": task["method"], "seed": seed,
+        "rho": task["rho"], "method": task["method"], "lr": lr, "seed": seed,
         "top1": float(per_class_acc.mean()),
         "many": float(per_class_acc[groups[0]].mean()),
         "medium": float(per_class_acc[groups[1]].mean()),
@@ -158,93 +162,97 @@ def run_long_tail(config: LongTailConfig, seed: int, task: dict) -> dict:
     }
 
 
-def _mean(frame: pd.DataFrame, rho: float, method: str, metric: str) -> float | None:
-    rows = frame[(frame["rho"] == rho) & (frame["method"] == method)]
-    return float(rows[metric].mean()) if len(rows) else None
+def paired_measurement(diffs, digits: int = 2) -> Measurement:
+    """Mean of per-seed paired differences with its interval and a sign-test count.
+
+    The interval is the paired BCa bootstrap (``core.stats.paired_mean_interval``) from
+    :data:`BCA_MIN_PAIRS` seeds up, the Student-t interval below; its half-width and the
+    per-seed values are in the note.
+
+    Examples
+    --------
+    >>> m = paired_measurement([1.0, 2.0, 0.5, 1.5, 1.0])
+    >>> round(m.value, 2), [round(v, 2) for v in m.interval]
+    (1.2, [0.49, 1.91])
+    """
+    d = np.asarray(list(diffs), dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return Measurement(None, incomplete="no paired seeds")
+    if d.size >= BCA_MIN_PAIRS:
+        low, high = paired_mean_interval(d, INTERVAL_LEVEL)
+        kind = "BCa"
+    else:
+        low, high = paired_t_interval(d, INTERVAL_LEVEL)
+        kind = "t"
+    test = sign_test(d)
+    fmt = f"{{:+.{digits}f}}"
+    note = (f"{test['wins']}/{test['losses']} seeds (sign test p = {test['p']:.3g}); "
+            f"{INTERVAL_LEVEL:.0%} {kind} interval [{fmt.format(low)}, {fmt.format(high)}], "
+            f"half-width {(high - low) / 2:.{digits}f}; per seed: "
+            + ", ".join(fmt.format(v) for v in d))
+    return Measurement(float(d.mean()), interval=(low, high), note=note)
 
 
-def _paired_diffs(frame: pd.DataFrame, rho: float, method: str, reference: str) -> pd.Series:
-    """Per-seed top-1 differences ``method − reference`` in points (seeds with both)."""
-    sub = frame[frame["rho"] == rho].pivot_table(index="seed", columns="method", values="top1")
-    if method not in sub or reference not in sub:
-        return pd.Series(dtype=float)
-    return (100 * (sub[method] - sub[reference])).dropna()
+def _by_seed(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return frame.pivot_table(index="seed", columns="method", values=metric)
 
 
-def _paired_points(frame: pd.DataFrame, rho: float, method: str, reference: str) -> str:
-    """Per-seed top-1 differences ``method − reference`` in points, as text."""
-    diffs = _paired_diffs(frame, rho, method, reference)
-    return "per seed: " + ", ".join(f"{d:+.2f}" for d in diffs) if len(diffs) else ""
+def choose_competitor(frame: pd.DataFrame, rule: str = "dev") -> str | None:
+    """The strong baseline the headline compares with: :data:`COMPETITOR` (chosen on the dev
+    seeds) or, with ``rule="test_max"`` (the old rule), the one with the best test mean."""
+    present = [m for m in STRONG_BASELINES if m in set(frame["method"])]
+    if rule == "dev":
+        return COMPETITOR if COMPETITOR in present else None
+    if not present:
+        return None
+    means = frame[frame["method"].isin(present)].groupby("method")["top1"].mean()
+    return str(means.idxmax())
 
 
-def _gain_claims(frame: pd.DataFrame, rho: float, tag: str, ilr: float, ce: float,
-                 rule: str) -> list:
-    """Claim (i): ILR − CE top-1, as a paired comparison over seeds or the spec's point bar."""
-    paper = "ILR improves on CE on CIFAR-LT (paper's numbers not retrievable)"
-    per_seed = _paired_points(frame, rho, "ILR", "CE")
-    if rule == "point" or rho != 100.0:
-        return [Claim.at_least(f"{tag}: top-1 gain ILR − CE (points)", 100 * (ilr - ce),
-                               TOP1_GAIN_BAR[rho], paper=paper, note=per_seed)]
-    test = paired_gain(_paired_diffs(frame, rho, "ILR", "CE"))
-    counts = (f"{test['wins']}/{test['losses']} (ties {test['ties']}) of {test['n']} seeds; "
-              f"mean {test['mean']:+.2f} points, 95 % CI [{test['low']:+.2f}, {test['high']:+.2f}]; "
-              + per_seed)
-    return [Claim(f"{tag}: top-1 ILR − CE paired over seeds: one-sided sign test p", paper,
-                  test["p_one_sided"], "< 0.05", test["p_one_sided"] < 0.05, counts),
-            Claim(f"{tag}: top-1 gain ILR − CE (points): 95 % CI lower bound", paper,
-                  test["low"], "> 0", bool(np.isfinite(test["low"]) and test["low"] > 0),
-                  counts)]
+def long_tail_measurements(frame: pd.DataFrame, competitor: str | None) -> dict:
+    """The claim table's measurements of one ρ from the per-job rows (one row per seed and
+    method): paired top-1 differences in points, per-seed LIC and NC1 ratios to CE, NC2
+    differences to CE, each with its interval; the same statistic for the negative control
+    (CE-DRW, or CE where CE-DRW is itself the compared method) and the competitor."""
+    top1 = 100 * _by_seed(frame, "top1")
+    have = set(top1.columns)
+    out: dict = {}
 
+    def diff(a, b, key, table=top1):
+        if a in have and b in have:
+            out[key] = paired_measurement((table[a] - table[b]).dropna(),
+                                          digits=2 if table is top1 else 4)
 
-def _rho_label(rho: float) -> str:
-    return f"ρ={rho:g}"
+    def ratio(a, metric, key):
+        table = _by_seed(frame, metric)
+        if a in have and "CE" in have:
+            out[key] = paired_measurement((table[a] / table["CE"]).dropna(), digits=3)
 
-
-def _long_tail_claims(frame: pd.DataFrame, gain_rule: str = "paired") -> tuple[list, list]:
-    claims, notes = [], []
-    for rho in sorted(frame["rho"].unique(), reverse=True):
-        get = lambda m, k: _mean(frame, rho, m, k)  # noqa: E731
-        tag = _rho_label(rho)
-        ilr, ce = get("ILR", "top1"), get("CE", "top1")
-        if ilr is None:
+    diff("ILR", "CE", "ilr_vs_ce")
+    diff(BASE_METHOD, "CE", "cedrw_vs_ce")
+    diff("ILR", BASE_METHOD, "ilr_vs_cedrw")
+    diff("CE", BASE_METHOD, "ce_vs_cedrw")
+    if competitor is not None:
+        control = BASE_METHOD if competitor != BASE_METHOD else "CE"
+        diff("ILR", competitor, "ilr_vs_best_baseline")
+        diff(control, competitor, "base_vs_best_baseline")
+        diff(competitor, "CE", "best_baseline_vs_ce")
+    nc2 = _by_seed(frame, "nc2_classifier")
+    for method, suffix in (("ILR", ""), (BASE_METHOD, "_cedrw"), (competitor, "_best_baseline")):
+        if method is None:
             continue
-        if ce is not None:
-            if rho in TOP1_GAIN_BAR:
-                claims += _gain_claims(frame, rho, tag, ilr, ce, gain_rule)
-            claims.append(Claim.at_most(
-                f"{tag}: LIC(ILR) / LIC(CE)", get("ILR", "lic") / get("CE", "lic"), LIC_RATIO_BAR,
-                paper="ILR lowers the loss imbalance coefficient"))
-            claims.append(Claim.at_most(
-                f"{tag}: NC1(ILR) / NC1(CE)", get("ILR", "nc1") / get("CE", "nc1"), NC1_RATIO_BAR,
-                paper="ILR moves features closer to Neural Collapse"))
-            claims.append(Claim.at_most(
-                f"{tag}: NC2_classifier(ILR) − NC2_classifier(CE)",
-                get("ILR", "nc2_classifier") - get("CE", "nc2_classifier"), NC2_DIFF_BAR,
-                paper="ILR moves the classifier closer to a simplex ETF"))
-        strong = {m: get(m, "top1") for m in STRONG_BASELINES if get(m, "top1") is not None}
-        if strong:
-            best = max(strong, key=strong.get)
-            claims.append(Claim.at_least(
-                f"{tag}: top-1 ILR − best strong baseline (points)", 100 * (ilr - strong[best]),
-                STRONG_GAP_BAR, paper="ILR beats strong long-tailed baselines",
-                note=f"best baseline: {best} ({strong[best]:.4f}); "
-                     + _paired_points(frame, rho, "ILR", best)))
-            verdict = "beats" if ilr > strong[best] else "does not beat"
-            notes.append(f"{tag}: ILR ({ilr:.4f}) {verdict} the best strong baseline "
-                         f"{best} ({strong[best]:.4f}) — the paper claims it beats them.")
-        detached = get("ILR-detached", "top1")
-        if detached is not None:
-            claims.append(Claim.at_most(
-                f"{tag}: top-1 ILR-detached − ILR (points)", 100 * (detached - ilr),
-                DETACH_GAIN_BAR, paper="official weights are not detached (gradient = "
-                "batch macro-average loss)",
-                note=_paired_points(frame, rho, "ILR-detached", "ILR")))
-    return claims, notes
+        ratio(method, "lic", f"lic_ratio{suffix}")
+        ratio(method, "nc1", f"nc1_ratio{suffix}")
+        diff(method, "CE", f"nc2_diff{suffix}", table=nc2)
+    diff("ILR-detached", "ILR", "detached_vs_ilr")
+    return out
 
 
 def _per_class_figure(frame: pd.DataFrame):
     rhos = sorted(frame["rho"].unique(), reverse=True)
-    fig, axes = plt.subplots(2, len(rhos), figsize=(5.5 * len(rhos), 7), squeeze=False)
+    fig, axes = subplots(2, len(rhos), figsize=(5.5 * len(rhos), 7), squeeze=False,
+                         layout="tight")
     for col, rho in enumerate(rhos):
         sub = frame[frame["rho"] == rho]
         for method, group in sub.groupby("method", sort=False):
@@ -252,29 +260,85 @@ def _per_class_figure(frame: pd.DataFrame):
             acc = np.mean(np.stack(group["per_class_acc"].map(np.asarray)), axis=0)
             axes[0, col].plot(loss, marker="o", label=method)
             axes[1, col].plot(acc, marker="o", label=method)
-        axes[0, col].set(yscale="log", title=f"MNIST-1D-LT {_rho_label(rho)}: per-class train CE",
+        axes[0, col].set(yscale="log", title=f"MNIST-1D-LT ρ={rho:g}: per-class train CE",
                          xlabel="class (head → tail)", ylabel="mean CE (train, eval mode)")
         axes[1, col].set(title="per-class test accuracy", xlabel="class (head → tail)",
                          ylabel="accuracy")
         axes[0, col].legend(fontsize=7)
-    fig.tight_layout()
     return fig
 
 
-def summarize_long_tail(jobs: list, config: LongTailConfig) -> Result:
+def _long_tail_frame(jobs: list, config: LongTailConfig) -> pd.DataFrame:
     frame = pd.DataFrame([j.metrics for j in jobs])
     order = {m: i for i, m in enumerate(config.methods)}
-    frame = frame.sort_values(["rho", "method"], key=lambda s: s.map(order) if s.name == "method"
-                              else -s, kind="stable")
-    table = summary_table(frame.to_dict("records"), by=["rho", "method"], metrics=METRICS)
-    if config.gain_rule not in ("paired", "point"):
-        raise ValueError(f"gain_rule must be 'paired' or 'point', got {config.gain_rule!r}")
-    claims, notes = _long_tail_claims(frame, config.gain_rule)
+    return frame.sort_values(["rho", "method"], key=lambda s: s.map(order) if s.name == "method"
+                             else -s, kind="stable")
+
+
+def summarize_long_tail(jobs: list, config: LongTailConfig) -> Result:
+    frame = _long_tail_frame(jobs, config)
+    table = summary_table(frame.to_dict("records"), by=["rho", "method"],
+                          metrics=["lr"] + METRICS)
+    if frame["rho"].nunique() != 1:
+        raise ValueError(f"a claim part measures one ρ, got {sorted(frame['rho'].unique())}")
+    competitor = choose_competitor(frame, config.competitor)
+    measurements = long_tail_measurements(frame, competitor)
+    notes = [f"competitor: {competitor} ({'chosen on dev seeds ' + str(DEV_SEEDS) if config.competitor == 'dev' else 'best test mean (old rule)'}); "
+             f"learning rates: " + ", ".join(f"{m} {method_lr(m, config):g}"
+                                               for m in config.methods)]
     seconds = mean_std(frame["seconds"])
     notes.append(f"per-run training + evaluation time {seconds[0]:.1f} ± {seconds[1]:.1f} s "
-                 f"(1 thread; machine shared, so inflated)")
+                 f"wall (1 thread; machine shared, so inflated)")
     return Result(tables={"mnist1d_lt": table}, figures={"per_class": _per_class_figure(frame)},
-                  claims=claims, notes=notes)
+                  measurements=measurements, notes=notes)
+
+
+def summarize_ablation(jobs: list, config: LongTailConfig) -> Result:
+    """Report only: the ablation variants' table and figure (no claims)."""
+    frame = _long_tail_frame(jobs, config)
+    table = summary_table(frame.to_dict("records"), by=["rho", "method"],
+                          metrics=["lr"] + METRICS)
+    return Result(tables={"mnist1d_lt": table}, figures={"per_class": _per_class_figure(frame)})
+
+
+# -- dev: the learning-rate grid ------------------------------------------------------------
+
+def choose_on_dev(frame: pd.DataFrame) -> tuple[dict, str | None]:
+    """The rule behind :data:`TUNED_LR` and :data:`COMPETITOR`, applied to dev rows
+    (``method``, ``lr``, ``seed``, ``top1``): per method the lr with the highest mean top-1
+    (ties: the smaller lr); the competitor is the strong baseline with the highest mean at
+    its chosen lr.
+
+    Examples
+    --------
+    >>> rows = [{"method": m, "lr": lr, "seed": s, "top1": t} for s in (0, 1)
+    ...         for m, lr, t in (("CE", 0.1, 0.8), ("CE", 0.2, 0.7), ("LDAM-DRW", 0.1, 0.85))]
+    >>> choose_on_dev(pd.DataFrame(rows))
+    ({'CE': 0.1, 'LDAM-DRW': 0.1}, 'LDAM-DRW')
+    """
+    means = frame.groupby(["method", "lr"])["top1"].mean().reset_index()
+    means = means.sort_values(["method", "top1", "lr"], ascending=[True, False, True],
+                              kind="stable")
+    best = means.groupby("method", sort=False).head(1)
+    lrs = {str(r.method): float(r.lr) for r in best.itertuples()}
+    strong = best[best["method"].isin(STRONG_BASELINES)]
+    competitor = None if strong.empty else str(
+        strong.sort_values("top1", ascending=False, kind="stable").iloc[0]["method"])
+    return dict(sorted(lrs.items())), competitor
+
+
+def summarize_dev(jobs: list, config: LongTailConfig) -> Result:
+    frame = pd.DataFrame([j.metrics for j in jobs])
+    table = (100 * frame.pivot_table(index="method", columns="lr", values="top1")).round(2)
+    table = table.reset_index()
+    table.columns = [str(c) if c == "method" else f"lr={c:g}" for c in table.columns]
+    lrs, competitor = choose_on_dev(frame)
+    matches = all(TUNED_LR.get(m) == lr for m, lr in lrs.items()) and competitor == COMPETITOR
+    note = (f"rule picks lr {lrs} and competitor {competitor}; the code's constants: "
+            f"TUNED_LR {TUNED_LR}, COMPETITOR {COMPETITOR}")
+    return Result(tables={"dev_top1_points": table},
+                  measurements={"constants_match_rule": Measurement(bool(matches), note=note)},
+                  notes=[note])
 
 
 # -- properties (Experiment B) -----------------------------------------------------------
@@ -336,26 +400,19 @@ def run_properties(config: PropertiesConfig, seed: int) -> dict:
 
 def summarize_properties(jobs: list, config: PropertiesConfig) -> Result:
     frame = pd.DataFrame([j.metrics for j in jobs])
-    worst = lambda k, f=max: f(frame[k])  # noqa: E731
-    claims = [
-        Claim.at_most("α=0: max |w_c l_c − l*| over present classes", worst("equalised_error"),
-                      1e-6, paper="w_c = l*/l_c equalises the weighted class losses"),
-        Claim.at_least("∇ILR vs S_B·∇(batch macro-average): min cosine", worst("grad_cosine", min),
-                       0.9999, paper="official (non-detached) gradient = macro-average gradient"),
-        Claim.between("‖∇ILR‖ / (S_B‖∇macro-average‖)", worst("grad_norm_ratio"), 0.999, 1.001,
-                      paper="rescaled by S_B = mean_i m_{y_i}"),
-        Claim.at_most("α→∞: max |w − w⁰|", worst("alpha_inf_error"), 1e-6,
-                      paper="Tikhonov limit returns the prior"),
-        Claim.at_most("absent classes: ‖∇ w_absent‖ and |w − w⁰|",
-                      max(worst("absent_grad_norm"), worst("absent_prior_error")), 0.0,
-                      paper="absent classes keep w⁰ and get no gradient"),
-        Claim.at_most("clip: max weight with max_weight=2", worst("clip_max"), 2.0,
-                      paper="weights clipped to [0, w_max]"),
-    ]
+    measurements = {
+        "equalised_error": float(frame["equalised_error"].max()),
+        "grad_cosine": float(frame["grad_cosine"].min()),
+        "grad_norm_ratio": float(frame["grad_norm_ratio"].max()),
+        "alpha_inf_error": float(frame["alpha_inf_error"].max()),
+        "absent_classes": float(max(frame["absent_grad_norm"].max(),
+                                    frame["absent_prior_error"].max())),
+        "clip_max": float(frame["clip_max"].max()),
+    }
     notes = [f"detached-variant gradient cosine with the macro-average gradient: "
              f"{frame['detached_cosine'].min():.4f}–{frame['detached_cosine'].max():.4f} "
              f"(< 1: the detach switch changes the update direction)"]
-    return Result(tables={"properties": frame}, claims=claims, notes=notes)
+    return Result(tables={"properties": frame}, measurements=measurements, notes=notes)
 
 
 # -- scaling -------------------------------------------------------------------------------
@@ -417,46 +474,44 @@ def summarize_scaling(jobs: list, config: ScalingConfig) -> Result:
     frame["ilr_over_ce"] = frame["ilr_s"] / frame["ce_s"]
     slope = loglog_slope(frame["batch"] + frame["n_classes"], frame["reweight_s"])
     largest = frame.iloc[(frame["batch"] * frame["n_classes"]).argmax()]
-    claims = [Claim.at_most("ILR extra cost (reweighting) vs |B|+C: log-log slope", slope, 1.15,
-                            paper="O(|B| + C) extra per step, vectorised")]
+    measurements = {"reweight_slope": slope}
     notes = [f"at |B|={int(largest['batch'])}, C={int(largest['n_classes'])}: reweighting "
              f"costs {largest['reweight_over_ce']:.3f}× a CE forward+backward; the whole ILR "
              f"loss {largest['ilr_over_ce']:.2f}× CE (includes the O(|B|·C) NaN check on the "
              f"logits). Times are process CPU seconds (one thread)."]
-    return Result(tables={"scaling": frame}, claims=claims, notes=notes)
+    return Result(tables={"scaling": frame}, measurements=measurements, notes=notes)
 
 
 EXPERIMENT = register(Experiment(
-    slug="inverse_reweight",
-    headline='E1/ρ=100: top-1 ILR − best strong baseline (points)',   # the abstract's main claim tested by the default parts
-    title=TITLE,
-    reference=REFERENCE,
-    claims=[
-        "ILR improves top-1 over CE on long-tailed data (ρ=100) and does not hurt at ρ=10",
-        "ILR lowers the loss imbalance coefficient and moves toward Neural Collapse geometry",
-        "ILR matches or beats strong long-tailed baselines",
-        "The official (non-detached) weights are the right gradient path",
-    ],
+    slug="inverse_reweight",  # title, claims and part descriptions: claims.toml
     parts=[
         Part(name="E1", run=run_long_tail, summarize=summarize_long_tail, tasks=long_tail_tasks,
-             quick=LongTailConfig(rhos=(100.0,), methods=("CE", "ILR", "ILR-detached"),
+             quick=LongTailConfig(methods=("CE", "CE-DRW", "LDAM-DRW", "ILR", "ILR-detached"),
                                   num_samples=10000, epochs=40),
-             full=LongTailConfig(), seeds=(0, 1, 2, 3, 4), quick_seeds=(0,),
-             description="MNIST-1D-LT ρ∈{100,10}: ILR vs CE and strong baselines (same network), "
-                         "5 seeds"),
-        Part(name="ablation", run=run_long_tail, summarize=summarize_long_tail,
-             tasks=long_tail_tasks, default=False,
+             full=LongTailConfig(), seeds=tuple(range(10)), quick_seeds=(0, 1)),
+        Part(name="E1b", run=run_long_tail, summarize=summarize_long_tail,
+             tasks=long_tail_tasks,
+             quick=LongTailConfig(rhos=(10.0,), methods=("CE", "CE-DRW", "LDAM-DRW", "ILR"),
+                                  num_samples=10000, epochs=40),
+             full=LongTailConfig(rhos=(10.0,), methods=(
+                 "CE", "CE-DRW", "BalancedSoftmax", "LDAM-DRW", "ILR")),
+             seeds=tuple(range(5)), quick_seeds=(0, 1)),
+        Part(name="dev", run=run_long_tail, summarize=summarize_dev, tasks=long_tail_tasks,
+             quick=LongTailConfig(methods=("CE", "LDAM-DRW", "ILR"), lr_grid=(0.1, 0.2),
+                                  num_samples=10000, epochs=40),
+             full=LongTailConfig(rhos=(DEV_RHO,), methods=DEV_METHODS, lr_grid=DEV_LR_GRID),
+             seeds=DEV_SEEDS, quick_seeds=DEV_SEEDS[:1]),
+        Part(name="ablation", run=run_long_tail, summarize=summarize_ablation,
+             tasks=long_tail_tasks,
              quick=LongTailConfig(rhos=(50.0,), methods=("CE", "ILR", "ILR-a1-invsqrt"),
                                   num_samples=10000, epochs=40),
              full=LongTailConfig(rhos=(50.0,), methods=(
                  "CE", "Focal", "CB-CE", "ILR", "ILR-a1-invsqrt", "CE-MiLe", "ILR-MiLe")),
-             seeds=(0, 1, 2), quick_seeds=(0,),
-             description="opt-in: ρ=50, focal, CB-CE, ILR α=1 + inv_sqrt_freq prior, MiLe LR"),
+             seeds=(0, 1, 2), quick_seeds=(0,)),
         Part(name="properties", run=run_properties, summarize=summarize_properties,
              quick=PropertiesConfig(), full=PropertiesConfig(), seeds=(0, 1, 2),
-             quick_seeds=(0,), description="closed form and gradient identities (Experiment B)"),
+             quick_seeds=(0,)),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling, tasks=scaling_tasks,
-             quick=ScalingConfig(repeats=5), full=ScalingConfig(), seeds=(0,), quick_seeds=(0,),
-             description="ILR loss cost vs batch size and classes"),
+             quick=ScalingConfig(repeats=5), full=ScalingConfig(), seeds=(0,), quick_seeds=(0,)),
     ],
 ))
