@@ -325,7 +325,8 @@ def _outcome_line(outcome) -> str:
         paper = [c for c in claims if c.counts]
         other = [c for c in claims if not c.counts]
         text = (f"{outcome.slug}: {sum(c.passed for c in paper)}/{len(paper)} paper claims "
-                "passed" + _verdict_counts(paper))
+                "passed" + _verdict_counts(paper) if paper
+                else f"{outcome.slug}: no claim of the paper tested")
         if other:
             text += (f"; checks {sum(c.passed for c in other)}/{len(other)} passed"
                      + _verdict_counts(other))
