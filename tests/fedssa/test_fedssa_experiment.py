@@ -167,3 +167,13 @@ def test_client_fit_leaves_the_global_torch_rng_unchanged():
     client = FedSSAClient(graph, FedSSAConfig(hidden=8, latent=4, K=3, local_epochs=2), 3, seed=0)
     client.fit({})
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_chosen_epochs_follow_the_rule_on_the_recorded_dev_jobs():
+    from icml26.core.ledger import load_jobs
+    from icml26.fedssa.experiment import CHOSEN_EPOCHS, DEV_SEED, choose_epochs
+    jobs = load_jobs("fedssa").get("epochs")
+    if not jobs:
+        pytest.skip("part epochs not recorded")
+    assert {j["seed"] for j in jobs} == {DEV_SEED}
+    assert choose_epochs([j["metrics"] for j in jobs]) == dict(CHOSEN_EPOCHS)
