@@ -130,7 +130,7 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
         from rich import box
 
         table = Table(title="icml26 methods (icml26 list --long for titles and claims)",
-                      title_justify="left", box=box.SIMPLE_HEAD)
+                      title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         table.add_column("slug", no_wrap=True)
         table.add_column("headline", no_wrap=True)
         table.add_column("paper claims", overflow="fold")
@@ -147,8 +147,8 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
                 table.add_row(slug, _headline_cell(slug, entry), verdict,
                               _part_summary(entry), date)
         console.print(table)
-        console.print("fail: not reproduced · n.e.: not earned · ?: inconclusive · "
-                      "inc.: incomplete", style="dim", highlight=False)
+        console.print("paper claims: F failed · N not earned · ? inconclusive · I incomplete",
+                      style="dim", highlight=False)
         n_impl = sum(1 for s in slugs if s in entries and "error" not in entries[s])
         console.print(f"{n_impl} of {len(slugs)} implemented. "
                       "Run one: icml26 run SLUG (add --quick for a smoke check).",
@@ -187,19 +187,17 @@ def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
     n = ledger.counts(led)
     if not n["total"]:     # nothing of the paper testable here: say so, with the checks
         checks = ledger.counts(led, kind="all")
-        return (Text(f"no paper claim; checks {checks['PASS']}/{checks['total']}",
+        return (Text(f"none; checks {checks['PASS']}/{checks['total']}",
                      style="green" if checks["PASS"] == checks["total"] else "yellow"),
                 Text("stale", style="bold yellow") if (entry.get("ledger") or {}).get("current") is False
                 else Text(ledger.recorded_date(led)))
     text = f"{n['PASS']}/{n['total']}" + (" pass" if n["PASS"] == n["total"] else "")
-    if n["FAIL"]:     # compact, so a row fits 80 columns: "17/20, 2 fail, 1 n.e., 1 inc."
-        text += f", {n['FAIL']} fail"
-    if n["NOT EARNED"]:
-        text += f", {n['NOT EARNED']} n.e."
-    if n["INCONCLUSIVE"]:
-        text += f", {n['INCONCLUSIVE']} ?"
-    if n["INCOMPLETE"]:
-        text += f", {n['INCOMPLETE']} inc."
+    # compact, so a row fits 80 columns: "17/20 · 2F 1N 1?" (the legend follows the table)
+    tail = " ".join(f"{n[v]}{sym}" for v, sym in (("FAIL", "F"), ("NOT EARNED", "N"),
+                                                   ("INCONCLUSIVE", "?"), ("INCOMPLETE", "I"))
+                    if n[v])
+    if tail:
+        text += " · " + tail
     verdict = Text(text, style="green" if n["PASS"] == n["total"] else "yellow")
     if (entry.get("ledger") or {}).get("current") is False:
         return verdict, Text("stale", style="bold yellow")

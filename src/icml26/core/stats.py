@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["mean_std", "format_mean_std", "summary_table", "loglog_slope", "best_seconds",
-           "sign_test", "win_fraction_interval", "paired_mean_interval", "UNDEFINED"]
+           "sign_test", "win_fraction_interval", "paired_mean_interval", "paired_t_interval",
+           "UNDEFINED"]
 
 from .report import UNDEFINED  # "—": a value undefined for a row (no finite measurement)
 
@@ -143,26 +144,6 @@ def sign_test(diffs: Iterable[float]) -> dict:
     wins, losses = int((d > 0).sum()), int((d < 0).sum())
     p = float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue) if wins + losses else 1.0
     return {"wins": wins, "losses": losses, "ties": int((d == 0).sum()), "p": p}
-
-
-def bootstrap_mean_interval(values: Iterable[float], level: float = 0.95, n_boot: int = 2000,
-                            seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (resampled with replacement);
-    ``(nan, nan)`` for no values.
-
-    Examples
-    --------
-    >>> bootstrap_mean_interval([2.0, 2.0, 2.0])
-    (2.0, 2.0)
-    """
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
-
 
 
 def win_fraction_interval(wins: int, losses: int, level: float = 0.90) -> tuple[float, float]:
