@@ -112,8 +112,7 @@ class AIDBA(_FirstOrder):
 
     References
     ----------
-    Ji, Yang & Liang, "Bilevel Optimization: Convergence Analysis and Enhanced Design",
-    ICML 2021.
+    Ji, Yang & Liang, "Bilevel Optimization: Convergence Analysis and Enhanced Design", ICML 2021.
 
     Examples
     --------
@@ -147,8 +146,8 @@ class F2BA(_FirstOrder):
 
     References
     ----------
-    Chen, Ma & Zhang, "Near-Optimal Nonconvex-Strongly-Convex Bilevel Optimization with
-    Fully First-Order Oracles", 2023.
+    Chen, Ma & Zhang, "Near-Optimal Nonconvex-Strongly-Convex Bilevel Optimization with Fully
+    First-Order Oracles", 2023.
 
     Examples
     --------
@@ -194,9 +193,8 @@ class PerturbedF2BA(F2BA):
 
     References
     ----------
-    Chen, Ma & Zhang, "Near-Optimal Nonconvex-Strongly-Convex Bilevel Optimization with
-    Fully First-Order Oracles", 2023 (its perturbed variant for
-    second-order stationarity).
+    Chen, Ma & Zhang, "Near-Optimal Nonconvex-Strongly-Convex Bilevel Optimization with Fully
+    First-Order Oracles", 2023 (its perturbed variant for second-order stationarity).
 
     Examples
     --------
@@ -235,8 +233,8 @@ class GDA:
 
     References
     ----------
-    Lin, Jin & Jordan, "On Gradient Descent Ascent for Nonconvex-Concave Minimax Problems",
-    ICML 2020.
+    Lin, Jin & Jordan, "On Gradient Descent Ascent for Nonconvex-Concave Minimax Problems", ICML
+    2020.
 
     Examples
     --------

@@ -229,9 +229,9 @@ class HyperCleaning:
 
     References
     ----------
-    Franceschi, Donini, Frasconi & Pontil, "Forward and Reverse Gradient-Based
-    Hyperparameter Optimization", ICML 2017 (data hyper-cleaning). Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431).
+    Franceschi, Donini, Frasconi & Pontil, "Forward and Reverse Gradient-Based Hyperparameter
+    Optimization", ICML 2017 (data hyper-cleaning). Yang, Liu, Chen & Lui, "Second-Order Bilevel
+    Optimization with Accelerated Convergence Rates", ICML 2026 (arXiv:2605.06431).
 
     Examples
     --------

@@ -75,8 +75,8 @@ class BilevelResult:
 
     References
     ----------
-    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431). Follows ``scipy.optimize.OptimizeResult``.
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). Follows ``scipy.optimize.OptimizeResult``.
 
     Examples
     --------
@@ -530,9 +530,9 @@ class LFSBA(_Lazy, FSBA):
 
     References
     ----------
-    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431).
-    Doikov, Chayti & Jaggi, "Second-order optimization with lazy Hessians", ICML 2023.
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). Doikov, Chayti & Jaggi, "Second-order optimization with lazy
+    Hessians", ICML 2023.
 
     Examples
     --------
@@ -551,9 +551,9 @@ class MCN(_CubicMethod):
 
     References
     ----------
-    Luo, Li & Chen, "Finding Second-Order Stationary Points in Nonconvex-Strongly-Concave
-    Minimax Optimization", NeurIPS 2022. Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431).
+    Luo, Li & Chen, "Finding Second-Order Stationary Points in Nonconvex-Strongly-Concave Minimax
+    Optimization", NeurIPS 2022. Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with
+    Accelerated Convergence Rates", ICML 2026 (arXiv:2605.06431).
 
     Examples
     --------
@@ -583,8 +583,8 @@ class LMCN(_Lazy, MCN):
 
     References
     ----------
-    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431). (LMCN, the lazy minimax method).
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). (LMCN, the lazy minimax method).
 
     Examples
     --------

@@ -27,9 +27,9 @@ class NotStronglyConvexError(ValueError):
 
     References
     ----------
-    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431). Raised when its assumption (g strongly convex in y)
-    fails at an iterate; a ``ValueError`` as scikit-learn raises for invalid inputs.
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). Raised when its assumption (g strongly convex in y) fails at an
+    iterate; a ``ValueError`` as scikit-learn raises for invalid inputs.
 
     Examples
     --------
@@ -159,8 +159,8 @@ class BilevelProblem:
 
     References
     ----------
-    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431). The bilevel problem class of its Section 2.
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). The bilevel problem class of its Section 2.
 
     Examples
     --------
@@ -235,8 +235,8 @@ class MinimaxProblem(BilevelProblem):
 
     References
     ----------
-    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence
-    Rates", ICML 2026 (arXiv:2605.06431). The minimax special case (its LMCN setting).
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). The minimax special case (its LMCN setting).
 
     Examples
     --------
