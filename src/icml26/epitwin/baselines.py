@@ -32,7 +32,7 @@ class IDWReconstructor(BaseReconstructor):
     Shepard, "A two-dimensional interpolation function for irregularly-spaced data", Proc. 23rd ACM
     National Conference, 1968. EpiTwin, a conditional spatial graph transformer for stereo-EEG
     reconstruction at unmonitored electrodes, ICML 2026 (title and authors not retrieved; see the
-    package README). (its interpolation baseline).
+    package README): its interpolation baseline.
 
     Examples
     --------
@@ -95,7 +95,7 @@ class RidgeReconstructor(BaseReconstructor):
     Hoerl & Kennard, "Ridge Regression: Biased Estimation for Nonorthogonal Problems",
     Technometrics 12, 1970. EpiTwin, a conditional spatial graph transformer for stereo-EEG
     reconstruction at unmonitored electrodes, ICML 2026 (title and authors not retrieved; see the
-    package README). (a linear baseline).
+    package README): a linear baseline.
 
     Examples
     --------

@@ -810,7 +810,7 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     Jiang, Zhao & Lu, "Large Brain Model for Learning Generic Representations with Tremendous EEG
     Data in BCI", ICLR 2024 (LaBraM). EpiTwin, a conditional spatial graph transformer for
     stereo-EEG reconstruction at unmonitored electrodes, ICML 2026 (title and authors not
-    retrieved; see the package README). (the foundation-model baseline it is compared with).
+    retrieved; see the package README): the foundation-model baseline it is compared with.
 
     Examples
     --------

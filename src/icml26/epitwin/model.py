@@ -110,7 +110,7 @@ class HybridSpatialPE(nn.Module):
     References
     ----------
     EpiTwin, a conditional spatial graph transformer for stereo-EEG reconstruction at unmonitored
-    electrodes, ICML 2026 (title and authors not retrieved; see the package README). (its HSPE);
+    electrodes, ICML 2026 (title and authors not retrieved; see the package README): its HSPE.
     Laplacian eigenvector encodings after Dwivedi et al. 2020, Fourier features after Tancik et
     al., NeurIPS 2020.
 
@@ -221,7 +221,7 @@ class GFBAttention(_MHA):
     References
     ----------
     EpiTwin, a conditional spatial graph transformer for stereo-EEG reconstruction at unmonitored
-    electrodes, ICML 2026 (title and authors not retrieved; see the package README). (its GFBA);
+    electrodes, ICML 2026 (title and authors not retrieved; see the package README): its GFBA;
     the bias form follows Ying et al., "Do Transformers Really Perform Badly for Graph
     Representation?", NeurIPS 2021 (Graphormer).
 
@@ -618,8 +618,8 @@ class MultiScaleDiscriminator(nn.Module):
     ----------
     Kumar et al., "MelGAN: Generative Adversarial Networks for Conditional Waveform Synthesis",
     NeurIPS 2019. EpiTwin, a conditional spatial graph transformer for stereo-EEG reconstruction at
-    unmonitored electrodes, ICML 2026 (title and authors not retrieved; see the package README).
-    (its adversarial refinement).
+    unmonitored electrodes, ICML 2026 (title and authors not retrieved; see the package README):
+    its adversarial refinement.
 
     Examples
     --------
