@@ -165,6 +165,11 @@ class SteeringVectors:
     continuation_ : LongTensor (n, n_tokens)
         The model's own description of each ``X^+``.
 
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980): Stage I of VEENA.
+
     Examples
     --------
     >>> from icml26.emotion_circuits import ToyLVLM, make_pairs, WHEEL
@@ -245,6 +250,12 @@ class CircuitLocalizer:
         Inject at every ``t ≥ N`` (default) or at ``t = N`` only.
     seed : int
         Generation noise seed (shared by all conditions so runs are paired).
+
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980). Its coarse-to-fine
+    circuit localisation.
 
     Examples
     --------
