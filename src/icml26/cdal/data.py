@@ -39,7 +39,7 @@ class FairMultiviewData:
 
     Examples
     --------
-    >>> from icml26.cdal import make_fair_multiview
+    >>> from icml26.cdal import FairMultiviewData, make_fair_multiview
     >>> data = make_fair_multiview(n=100, seed=0)
     >>> isinstance(data, FairMultiviewData), data.n_samples, len(data.views)
     (True, 100, 3)

@@ -41,7 +41,7 @@ class MTPOutput(ModelOutput):
     Examples
     --------
     >>> import torch
-    >>> from icml26.top import GPTConfig, MTPForCausalLM
+    >>> from icml26.top import GPTConfig, MTPForCausalLM, MTPOutput
     >>> model = MTPForCausalLM(GPTConfig(vocab_size=10, block_size=8, n_layer=3, n_head=2,
     ...                                  n_embd=8), n_future=2)
     >>> ids = torch.randint(0, 10, (2, 6), generator=torch.Generator().manual_seed(0))
