@@ -174,7 +174,7 @@ class SteeringVectors:
     --------
     >>> from icml26.emotion_circuits import ToyLVLM, make_pairs, WHEEL
     >>> toy = ToyLVLM.planted(seed=0)
-    >>> sv = SteeringVectors(tau=0.1).fit(toy, make_pairs(toy, n=40, seed=0), WHEEL)
+    >>> sv = SteeringVectors(tau=0.1).fit(toy, make_pairs(toy, n=12, seed=0), WHEEL)
     >>> tuple(sv.S_.shape)
     (8, 64)
     """
@@ -260,7 +260,7 @@ class CircuitLocalizer:
     Examples
     --------
     >>> from icml26.emotion_circuits import ToyLVLM, make_pairs, WHEEL
-    >>> toy = ToyLVLM.planted(seed=0); pairs = make_pairs(toy, n=40, seed=0)
+    >>> toy = ToyLVLM.planted(seed=0); pairs = make_pairs(toy, n=12, seed=0)
     >>> loc = CircuitLocalizer(SteeringVectors().fit(toy, pairs, WHEEL))
     >>> list(loc.scan_layers(toy, pairs, WHEEL).columns)[:2]
     ['layer', 'C']
