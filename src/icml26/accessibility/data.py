@@ -65,6 +65,18 @@ class PlantedStates:
     gamma : Tensor (d,) float64, the final norm's gain
     q_true : Tensor (d, k), the planted output-relevant basis (top-k of ``W_eff``)
     plateau : list of int
+
+    References
+    ----------
+    "Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs", ICML 2026
+    (authors not retrieved; see the package README). A planted positive control of our own (not
+    from the paper).
+
+    Examples
+    --------
+    >>> ps = planted_states(d=32, vocab=32, n_tokens=256, n_layers=6, k=4, seed=0)
+    >>> ps.states[ps.n_layers].shape, ps.q_true.shape
+    (torch.Size([256, 32]), torch.Size([32, 4]))
     """
 
     states: dict

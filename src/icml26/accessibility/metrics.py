@@ -81,6 +81,12 @@ states of a model on a GPU are accumulated on the GPU.
     n_tokens : int
         Tokens accumulated so far.
 
+    References
+    ----------
+    "Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs", ICML 2026
+    (authors not retrieved; see the package README). The per-layer statistics behind its spectral
+    profile.
+
     Examples
     --------
     >>> x = torch.randn(300, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))

@@ -71,6 +71,12 @@ class DiagnosticPathway(torch.nn.Module):
     seed : int
         Seed of ``A``'s ``N(0, 1/d)`` initialisation (``B`` starts at zero).
 
+    References
+    ----------
+    "Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs", ICML 2026
+    (authors not retrieved; see the package README). Its diagnostic low-rank pathway from a
+    mid-depth layer to the readout.
+
     Examples
     --------
     >>> path = DiagnosticPathway(16, rank=4)
@@ -155,7 +161,21 @@ class PathwaySplit:
 
 @dataclass
 class PathwayCache:
-    """Train/dev/test :class:`PathwaySplit`\\ s plus the readout (``W_U``, the norm's ``γ`` and eps)."""
+    """Train/dev/test :class:`PathwaySplit`\\ s plus the readout (``W_U``, the norm's ``γ`` and eps).
+
+    References
+    ----------
+    "Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs", ICML 2026
+    (authors not retrieved; see the package README). The cached states its pathway arms are trained
+    on.
+
+    Examples
+    --------
+    >>> from icml26.accessibility.data import planted_pathway_cache
+    >>> cache = planted_pathway_cache(seed=0)
+    >>> cache.layers == sorted(cache.train.sources), cache.d_model
+    (True, 32)
+    """
 
     train: PathwaySplit
     dev: PathwaySplit
@@ -325,6 +345,20 @@ class PathwayResult:
     ``KL(p_path ‖ p_base)``; ``flip_rate`` the share of tokens whose top-1 prediction changed;
     ``enrichment_base`` / ``enrichment_path`` the ``Â_8`` of the readout input before/after.
     ``gain_vs_bias`` is set by :meth:`gain_vs` (``CE_bias-only − CE_path``).
+
+    References
+    ----------
+    "Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs", ICML 2026
+    (authors not retrieved; see the package README). One arm of its pathway experiment.
+
+    Examples
+    --------
+    >>> from icml26.accessibility import fit_pathway
+    >>> from icml26.accessibility.data import planted_pathway_cache
+    >>> cache = planted_pathway_cache(n_train=256, n_dev=128, n_test=128, seed=0)
+    >>> result = fit_pathway(cache, cache.meta["hidden_layer"], steps=5, lr=0.05)
+    >>> result.delta_ce == result.base_ce - result.path_ce
+    True
     """
 
     source_layer: int | None

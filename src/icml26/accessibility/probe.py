@@ -67,6 +67,20 @@ class ModelParts:
         The unembedding (``model.get_output_embeddings()``), weight ``(V, d)``.
     gamma : Tensor or None
         The final norm's gain (``norm.weight``), or None when it has none.
+
+    References
+    ----------
+    "Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs", ICML 2026
+    (authors not retrieved; see the package README). The readout (final norm and unembedding) is
+    the logit lens of nostalgebraist, "interpreting GPT: the logit lens", LessWrong, 2020.
+
+    Examples
+    --------
+    >>> from icml26.accessibility import model_parts
+    >>> from icml26.zoo import tiny_llama
+    >>> parts = model_parts(tiny_llama(vocab=40, hidden=16, layers=2, heads=2, seed=0))
+    >>> parts.n_layers, parts.d_model
+    (2, 16)
     """
 
     layers: list

@@ -52,7 +52,23 @@ STALL_F_SHARE = 0.5
 
 
 class SlowProgressWarning(UserWarning):
-    """The Z_c-step barely moves (large lam: its step is 1/(c + lam)) while HSIC is still large."""
+    """The Z_c-step barely moves (large lam: its step is 1/(c + lam)) while HSIC is still large.
+
+    References
+    ----------
+    "Causal Disentangled Anchor Learning (CDAL)" for fair multi-view clustering, ICML 2026 (full
+    title and authors not retrieved; see the package README). A ``UserWarning`` subclass, as
+    scikit-learn's ``ConvergenceWarning``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("the anchor-graph step is small", SlowProgressWarning)
+    >>> caught[0].category is SlowProgressWarning, issubclass(SlowProgressWarning, UserWarning)
+    (True, True)
+    """
 
 
 # -- shared input handling ------------------------------------------------------------------

@@ -165,11 +165,16 @@ class SteeringVectors:
     continuation_ : LongTensor (n, n_tokens)
         The model's own description of each ``X^+``.
 
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980): Stage I of VEENA.
+
     Examples
     --------
     >>> from icml26.emotion_circuits import ToyLVLM, make_pairs, WHEEL
     >>> toy = ToyLVLM.planted(seed=0)
-    >>> sv = SteeringVectors(tau=0.1).fit(toy, make_pairs(toy, n=40, seed=0), WHEEL)
+    >>> sv = SteeringVectors(tau=0.1).fit(toy, make_pairs(toy, n=12, seed=0), WHEEL)
     >>> tuple(sv.S_.shape)
     (8, 64)
     """
@@ -246,10 +251,16 @@ class CircuitLocalizer:
     seed : int
         Generation noise seed (shared by all conditions so runs are paired).
 
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980). Its coarse-to-fine
+    circuit localisation.
+
     Examples
     --------
     >>> from icml26.emotion_circuits import ToyLVLM, make_pairs, WHEEL
-    >>> toy = ToyLVLM.planted(seed=0); pairs = make_pairs(toy, n=40, seed=0)
+    >>> toy = ToyLVLM.planted(seed=0); pairs = make_pairs(toy, n=12, seed=0)
     >>> loc = CircuitLocalizer(SteeringVectors().fit(toy, pairs, WHEEL))
     >>> list(loc.scan_layers(toy, pairs, WHEEL).columns)[:2]
     ['layer', 'C']

@@ -205,6 +205,13 @@ class HFAdapter:
     allowed_tokens : BoolTensor (V,), optional
         Tokens :meth:`generate` may sample (special tokens excluded); default all.
 
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980). The hooks follow the
+    module names of Hugging Face ``transformers`` decoders (``self_attn.o_proj``,
+    ``mlp.down_proj``).
+
     Examples
     --------
     >>> from icml26.zoo import tiny_llama

@@ -50,6 +50,11 @@ class VEENA:
     gamma : float >= 0
         Neuron factor (1 = ENA off; 0 ablates).
 
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980).
+
     Examples
     --------
     >>> from icml26.emotion_circuits import ToyLVLM, make_pairs

@@ -31,6 +31,12 @@ class EmotionWheel:
     emotions : list of str
         The category names, in the given order (category ``k`` is ``emotions[k]``).
 
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980). The wheel of emotion
+    categories follows Plutchik, "Emotion: A Psychoevolutionary Synthesis", Harper & Row, 1980.
+
     Examples
     --------
     >>> wheel = EmotionWheel({"joy": ["happy"], "sadness": ["sad", "gloomy"]})

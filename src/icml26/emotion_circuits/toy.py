@@ -202,6 +202,12 @@ class ToyLVLM(nn.Module):
     basis : Tensor (64, 64)
         Column ``i`` is the residual direction of coordinate ``i`` of :data:`SUB`.
 
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980). A planted-circuit model
+    of our own for testing its pipeline (not from the paper).
+
     Examples
     --------
     >>> toy = ToyLVLM.planted(seed=0)
@@ -419,6 +425,19 @@ class Pairs:
         Dominant-object index (for the object-word utility metric).
     object_token_ids : LongTensor (n_objects,), optional
         Vocabulary id of each object's word.
+
+    References
+    ----------
+    Zhang, Sun, Xie & Tian, "Interpreting and Enhancing Emotional Circuits in Large Vision-Language
+    Models via Cross-Modal Information Flow", ICML 2026 (arXiv:2605.21980). Its counterfactual
+    (emotional vs neutral image) prompt pairs.
+
+    Examples
+    --------
+    >>> toy = ToyLVLM.planted(seed=0)
+    >>> pairs = make_pairs(toy, n=4, seed=0)
+    >>> pairs.emotional.shape == pairs.neutral.shape, pairs.labels.shape, int(pairs.visual_mask.sum()) > 0
+    (True, torch.Size([4]), True)
     """
 
     emotional: torch.Tensor

@@ -55,6 +55,20 @@ class SEEGMontage:
         0 = grey matter, 1 = white matter, 2 = unknown (default).
     names : list of str, optional
         Channel names (``"A1"``, ``"A2"``, ...); generated when not given.
+
+    References
+    ----------
+    EpiTwin, a conditional spatial graph transformer for stereo-EEG reconstruction at unmonitored
+    electrodes, ICML 2026 (title and authors not retrieved; see the package README). The montage
+    carries the coordinates, shafts and anatomy its HSPE encodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> montage = SEEGMontage(pos=np.array([[0., 0, 0], [0, 0, 3.5], [20, 0, 0], [20, 0, 3.5]]),
+    ...                       shaft=np.array([0, 0, 1, 1]), index=np.array([0, 1, 0, 1]))
+    >>> montage.n_contacts, montage.mask_for([1]).tolist()
+    (4, [False, False, True, True])
     """
 
     pos: np.ndarray

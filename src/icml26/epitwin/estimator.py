@@ -728,6 +728,20 @@ class EpiTwin(_NeuralReconstructor):
         ``"done"``, ``"off"`` or why refinement was stopped or its checkpoint not kept.
     step0_state_ : dict
         The generator's weights before the first update (the geometry start).
+
+    References
+    ----------
+    EpiTwin, a conditional spatial graph transformer for stereo-EEG reconstruction at unmonitored
+    electrodes, ICML 2026 (title and authors not retrieved; see the package README).
+
+    Examples
+    --------
+    >>> from icml26.epitwin import make_synthetic_seeg
+    >>> X, montage, _ = make_synthetic_seeg(duration_s=4, n_shafts=3)
+    >>> model = EpiTwin(d_model=8, n_layers=1, n_heads=2, patch=64, k_lap=4, epochs=1,
+    ...                 window=256, stride=256, adversarial=False, seed=0).fit(X, montage)
+    >>> model.predict(X, montage, masked_shafts=[1]).shape == X.shape
+    True
     """
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 32,
@@ -789,7 +803,24 @@ class LaBraMStyleReconstructor(_NeuralReconstructor):
     Parameters as :class:`EpiTwin` (``patch`` defaults to 128: full attention over N x L tokens
     is costlier). ``geometry_start`` gives it the same residual start as EpiTwin (zero decoder
     plus the fixed inverse-distance interpolation), for parity. ``mask_hidden_keys`` and
-    ``device`` as in :class:`EpiTwin`."""
+    ``device`` as in :class:`EpiTwin`.
+
+    References
+    ----------
+    Jiang, Zhao & Lu, "Large Brain Model for Learning Generic Representations with Tremendous EEG
+    Data in BCI", ICLR 2024 (LaBraM). EpiTwin, a conditional spatial graph transformer for
+    stereo-EEG reconstruction at unmonitored electrodes, ICML 2026 (title and authors not
+    retrieved; see the package README): the foundation-model baseline it is compared with.
+
+    Examples
+    --------
+    >>> from icml26.epitwin import make_synthetic_seeg
+    >>> X, montage, _ = make_synthetic_seeg(duration_s=4, n_shafts=3)
+    >>> model = LaBraMStyleReconstructor(d_model=8, n_layers=1, n_heads=2, patch=64, epochs=1,
+    ...                                  window=256, stride=256, seed=0).fit(X, montage)
+    >>> model.predict(X, montage, masked_shafts=[1]).shape == X.shape
+    True
+    """
 
     def __init__(self, d_model: int = 64, n_layers: int = 4, n_heads: int = 4, patch: int = 128,
                  epochs: int = 20, batch_size: int = 16, lr: float = 1e-3,

@@ -109,6 +109,18 @@ class AIDBA(_FirstOrder):
         Outer step size.
     inner : {"newton", "gd"}
         Lower-level solver (warm-started).
+
+    References
+    ----------
+    Ji, Yang & Liang, "Bilevel Optimization: Convergence Analysis and Enhanced Design", ICML 2021.
+
+    Examples
+    --------
+    >>> from icml26.fsba import make_saddle_bilevel
+    >>> problem, x0 = make_saddle_bilevel(d=8, seed=0)
+    >>> result = AIDBA(lr=0.1, max_iter=200).minimize(problem, x0)
+    >>> result.history["value"][-1] < result.history["value"][0]
+    True
     """
 
     def _direction(self, problem, x, state):
@@ -131,6 +143,19 @@ class F2BA(_FirstOrder):
         λ.
     lr, inner, ... :
         As :class:`AIDBA`.
+
+    References
+    ----------
+    Chen, Ma & Zhang, "Near-Optimal Nonconvex-Strongly-Convex Bilevel Optimization with Fully
+    First-Order Oracles", 2023.
+
+    Examples
+    --------
+    >>> from icml26.fsba import make_saddle_bilevel
+    >>> problem, x0 = make_saddle_bilevel(d=8, seed=0)
+    >>> result = F2BA(penalty=1e2, max_iter=200).minimize(problem, x0)
+    >>> result.history["grad_norm"][-1] < 1e-3
+    True
     """
 
     def __init__(self, penalty: float = 1e2, **kwargs):
@@ -165,6 +190,19 @@ class PerturbedF2BA(F2BA):
         Perturbation radius r.
     quiet_period : int
         T_p: no new perturbation within this many iterations of the last one.
+
+    References
+    ----------
+    Chen, Ma & Zhang, "Near-Optimal Nonconvex-Strongly-Convex Bilevel Optimization with Fully
+    First-Order Oracles", 2023 (its perturbed variant for second-order stationarity).
+
+    Examples
+    --------
+    >>> from icml26.fsba import make_saddle_bilevel
+    >>> problem, x0 = make_saddle_bilevel(d=8, seed=0)
+    >>> result = PerturbedF2BA(radius=1e-3, max_iter=200).minimize(problem, x0, seed=0)
+    >>> result.x.shape
+    (8,)
     """
 
     def __init__(self, radius: float = 1e-3, quiet_period: int = 50, **kwargs):
@@ -191,7 +229,21 @@ class PerturbedF2BA(F2BA):
 
 
 class GDA:
-    """Simultaneous gradient descent–ascent: ``x ← x − η_x∇_x f``, ``y ← y + η_y∇_y f``."""
+    """Simultaneous gradient descent–ascent: ``x ← x − η_x∇_x f``, ``y ← y + η_y∇_y f``.
+
+    References
+    ----------
+    Lin, Jin & Jordan, "On Gradient Descent Ascent for Nonconvex-Concave Minimax Problems", ICML
+    2020.
+
+    Examples
+    --------
+    >>> from icml26.fsba import make_saddle_minimax
+    >>> problem, x0 = make_saddle_minimax(d=8, seed=0)
+    >>> result = GDA(lr_x=0.05, lr_y=0.5, max_iter=200).minimize(problem, x0)
+    >>> result.x.shape
+    (8,)
+    """
 
     def __init__(self, lr_x: float = 0.05, lr_y: float = 0.5, eps: float = 1e-5,
                  max_iter: int = 1000, callback: Callable | None = None):
@@ -224,7 +276,21 @@ class GDA:
 
 
 class ExactCubicNewton:
-    """Cubic Newton on the exact hyper-objective (needs ``problem.exact`` with grad and hess)."""
+    """Cubic Newton on the exact hyper-objective (needs ``problem.exact`` with grad and hess).
+
+    References
+    ----------
+    Nesterov & Polyak, "Cubic regularization of Newton method and its global performance",
+    Mathematical Programming 108, 2006.
+
+    Examples
+    --------
+    >>> from icml26.fsba import make_saddle_bilevel
+    >>> problem, x0 = make_saddle_bilevel(d=8, seed=0)
+    >>> result = ExactCubicNewton(cubic_reg=10.0).minimize(problem, x0)
+    >>> result.converged and result.history["phi_gap"][-1] < 1e-8
+    True
+    """
 
     def __init__(self, cubic_reg: float = 10.0, eps: float = 1e-5, max_iter: int = 200,
                  callback: Callable | None = None):

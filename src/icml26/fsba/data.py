@@ -225,7 +225,21 @@ def make_saddle_minimax(d: int = 20, seed: int = 0, mu: float = 1.0,
 
 @dataclass
 class HyperCleaning:
-    """The digits hyper-cleaning task: the problem, its data and the evaluation."""
+    """The digits hyper-cleaning task: the problem, its data and the evaluation.
+
+    References
+    ----------
+    Franceschi, Donini, Frasconi & Pontil, "Forward and Reverse Gradient-Based Hyperparameter
+    Optimization", ICML 2017 (data hyper-cleaning). Yang, Liu, Chen & Lui, "Second-Order Bilevel
+    Optimization with Accelerated Convergence Rates", ICML 2026 (arXiv:2605.06431).
+
+    Examples
+    --------
+    >>> from icml26.fsba import hyper_cleaning_digits
+    >>> task = hyper_cleaning_digits(seed=0, n_train=50, n_val=50, pooling=4)
+    >>> task.n_classes, task.train[0].shape, int(task.corrupted.sum()) > 0
+    (10, (50, 5), True)
+    """
 
     problem: BilevelProblem
     train: tuple          # (A, noisy labels, clean labels)

@@ -23,7 +23,20 @@ __all__ = ["BilevelProblem", "MinimaxProblem", "NotStronglyConvexError", "check_
 
 
 class NotStronglyConvexError(ValueError):
-    """The lower-level (or inner) Hessian is not positive definite at the iterate."""
+    """The lower-level (or inner) Hessian is not positive definite at the iterate.
+
+    References
+    ----------
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). Raised when its assumption (g strongly convex in y) fails at an
+    iterate; a ``ValueError`` as scikit-learn raises for invalid inputs.
+
+    Examples
+    --------
+    >>> err = NotStronglyConvexError("g is not strongly convex in y", min_eigenvalue=-0.5)
+    >>> isinstance(err, ValueError), err.min_eigenvalue
+    (True, -0.5)
+    """
 
     def __init__(self, message: str, min_eigenvalue: float):
         super().__init__(message)
@@ -144,6 +157,11 @@ class BilevelProblem:
     counts : collections.Counter
         Oracle calls by kind (``f_grad``, ``g_hess_yy``, ...).
 
+    References
+    ----------
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). The bilevel problem class of its Section 2.
+
     Examples
     --------
     >>> import torch
@@ -214,6 +232,19 @@ class MinimaxProblem(BilevelProblem):
 
     Same oracle interface as :class:`BilevelProblem` with the single function ``"f"``.
     ``exact`` may give ``phi``, ``grad``, ``hess`` of Φ and ``phi_star``, ``rho_phi``.
+
+    References
+    ----------
+    Yang, Liu, Chen & Lui, "Second-Order Bilevel Optimization with Accelerated Convergence Rates",
+    ICML 2026 (arXiv:2605.06431). The minimax special case (its LMCN setting).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> f = lambda x, y: (x ** 2).sum() + (x * y).sum() - (y ** 2).sum()
+    >>> problem = MinimaxProblem(f, dx=2, dy=2)
+    >>> problem.grad("f", np.ones(2), np.zeros(2))[1]
+    array([1., 1.])
     """
 
     kinds = ("f",)

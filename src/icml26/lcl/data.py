@@ -53,6 +53,24 @@ class LineageData:
     gene_roles : dict of str to ndarray
         Gene indices of each program (``terminal``, ``priming``: lists per fate; ``progenitor``,
         ``s_phase``, ``g2m``, ``memory``; ``nuisance``: list per program).
+
+    References
+    ----------
+    "Leveraging Lineage Barcodes as Natural Augmentations for Contrastive Learning of Cell Fate in
+    scRNA-seq Data", ICML 2026 (ICML author list not retrieved); preprint: Yang, Wang & Lin, "LCL:
+    Contrastive Learning for Lineage Barcoded scRNA-seq Data", bioRxiv 2024
+    (doi:10.1101/2024.10.28.620670). A simulator of our own with ground truth (not from the paper);
+    the setting is clonal barcoding as in Weinreb, Rodriguez-Fraticelli, Camargo & Klein, "Lineage
+    tracing on transcriptional landscapes links state to fate during differentiation", Science 2020
+    (LARRY).
+
+    Examples
+    --------
+    >>> data = simulate_lineage_tracing(n_clones=20, seed=0)
+    >>> isinstance(data, LineageData), data.X.shape[0] == data.clone.shape[0]
+    (True, True)
+    >>> sorted(set(data.time.tolist()))
+    [0, 1]
     """
 
     X: np.ndarray

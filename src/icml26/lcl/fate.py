@@ -153,6 +153,13 @@ class FateCompositionRegressor(RegressorMixin, BaseEstimator):
     n_features_in_ : int
     n_outputs_ : int
 
+    References
+    ----------
+    "Leveraging Lineage Barcodes as Natural Augmentations for Contrastive Learning of Cell Fate in
+    scRNA-seq Data", ICML 2026 (ICML author list not retrieved); preprint: Yang, Wang & Lin, "LCL:
+    Contrastive Learning for Lineage Barcoded scRNA-seq Data", bioRxiv 2024
+    (doi:10.1101/2024.10.28.620670). Its fate-composition head.
+
     Examples
     --------
     >>> import numpy as np

@@ -52,6 +52,14 @@ class LCLEncoder(nn.Module):
     embedding_dim : int
         Width of the projection z (the paper: 32).
 
+    References
+    ----------
+    "Leveraging Lineage Barcodes as Natural Augmentations for Contrastive Learning of Cell Fate in
+    scRNA-seq Data", ICML 2026 (ICML author list not retrieved); preprint: Yang, Wang & Lin, "LCL:
+    Contrastive Learning for Lineage Barcoded scRNA-seq Data", bioRxiv 2024
+    (doi:10.1101/2024.10.28.620670). Its projection head follows Chen, Kornblith, Norouzi & Hinton,
+    "A Simple Framework for Contrastive Learning of Visual Representations", ICML 2020 (SimCLR).
+
     Examples
     --------
     >>> import torch

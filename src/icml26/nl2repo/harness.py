@@ -148,6 +148,11 @@ class AgentSpec:
         When ``argv[0]`` is not an executable (on ``PATH`` or as a path), or an
         interpreter's script argument does not exist; the message names it.
 
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). Any agent under its harness protocol.
+
     Examples
     --------
     >>> AgentSpec(["python3", "-c", "print('hi')"]).name
@@ -207,7 +212,20 @@ class AgentSpec:
 
 @dataclass
 class AgentRun:
-    """What the agent phase did (exit code, wall time, limits hit, steps)."""
+    """What the agent phase did (exit code, wall time, limits hit, steps).
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). The agent phase of its protocol.
+
+    Examples
+    --------
+    >>> run = AgentRun(returncode=0, wall_s=1.5, timed_out=False, killed_by_limit=False,
+    ...                steps=None, finished=True, step_limit_hit=False, isolation="bwrap")
+    >>> run.finished, run.flags
+    (True, [])
+    """
 
     returncode: int | None
     wall_s: float
@@ -478,6 +496,20 @@ class GradeReport:
         The failure-mode label (first match in :data:`LABELS`).
     flags : list of str
         Audit findings (``tamper:…``, ``removed:…``, ``invalid:…``).
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). The pass rate over the frozen manifest is its score.
+
+    Examples
+    --------
+    >>> report = GradeReport(task_id="unitconv", score=0.5, label="partial", install_ok=True,
+    ...                      import_ok=True, outcomes={"t::a": "passed", "t::b": "failed"},
+    ...                      flags=[], unexpected_tests=0, collection_errors=0, n_passed=1,
+    ...                      n_total=2, canaries={}, isolation="bwrap")
+    >>> report.score == report.n_passed / report.n_total
+    True
     """
 
     task_id: str
@@ -1238,7 +1270,24 @@ def _bootstrap_ci(values_by_task: list[float], n_resamples: int = 2000, seed: in
 
 @dataclass
 class Results:
-    """Per-run records of :func:`evaluate` and their aggregates (spec §2.5 "Aggregates")."""
+    """Per-run records of :func:`evaluate` and their aggregates (spec §2.5 "Aggregates").
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). Its aggregates (average pass rate, fully-passed rate).
+
+    Examples
+    --------
+    >>> res = Results(records=[
+    ...     {"task_id": "a", "category": "c", "score": 1.0, "label": "passed", "n_passed": 3,
+    ...      "n_total": 3, "install_ok": True},
+    ...     {"task_id": "b", "category": "c", "score": 0.5, "label": "partial", "n_passed": 1,
+    ...      "n_total": 2, "install_ok": True}], agent="demo")
+    >>> summary = res.summary()
+    >>> summary["avg_pass_rate"], summary["fully_passed_rate"], summary["micro_pass_rate"]
+    (0.75, 0.5, 0.8)
+    """
 
     records: list = field(default_factory=list)
     agent: str = ""

@@ -48,7 +48,19 @@ MEMORY_HIT_FRACTION = 0.9
 
 
 class SandboxUnavailable(RuntimeError):
-    """The requested isolation backend cannot run on this machine."""
+    """The requested isolation backend cannot run on this machine.
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). A ``RuntimeError``: the machine lacks the isolation its
+    harness needs.
+
+    Examples
+    --------
+    >>> issubclass(SandboxUnavailable, RuntimeError)
+    True
+    """
 
 
 @dataclass
@@ -61,6 +73,17 @@ class ProcResult:
     ``cpu_s`` is its CPU time and ``peak_memory_mb`` its peak memory, as the kernel counted
 (the cgroup's peak, or the reaped rusage's when it exceeds the harness's own peak RSS, which
 the child inherits across ``fork``/``execve``).
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). Follows ``subprocess.CompletedProcess``.
+
+    Examples
+    --------
+    >>> res = ProcResult(returncode=0, stdout=b"hi", stderr=b"", wall_s=0.01)
+    >>> res.ok, res.text()
+    (True, 'hi')
     """
 
     returncode: int | None
@@ -85,7 +108,26 @@ the child inherits across ``fork``/``execve``).
 
 
 class Sandbox(Protocol):
-    """What every backend provides."""
+    """What every backend provides.
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). The isolation its harness needs so graded code cannot
+    reach the verdict.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from icml26.nl2repo import Limits, make_sandbox
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", RuntimeWarning)   # "none" warns: no isolation
+    ...     box = make_sandbox("none")
+    >>> res = box.run(["/bin/echo", "hi"], cwd="/tmp", env={"PATH": "/usr/bin:/bin"},
+    ...               limits=Limits(wall_s=20))
+    >>> box.isolation, res.ok, res.text().strip()
+    ('none', True, 'hi')
+    """
 
     isolation: str
 

@@ -35,11 +35,40 @@ def tasks_root() -> Path:
 
 
 class TaskFormatError(ValueError):
-    """A task folder or manifest is malformed; the message names the file."""
+    """A task folder or manifest is malformed; the message names the file.
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). A ``ValueError`` for a malformed task, as scikit-learn
+    raises ``ValueError`` for invalid inputs.
+
+    Examples
+    --------
+    >>> from icml26.nl2repo import Limits, TaskFormatError
+    >>> try:
+    ...     Limits.from_dict({"wall_seconds": 60})
+    ... except TaskFormatError as err:
+    ...     print(type(err).__name__, isinstance(err, ValueError))
+    TaskFormatError True
+    """
 
 
 class ManifestMismatchError(RuntimeError):
-    """The reference solution does not pass every node ID of the frozen manifest."""
+    """The reference solution does not pass every node ID of the frozen manifest.
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). Guards its denominator: every manifest test must pass on
+    the reference solution.
+
+    Examples
+    --------
+    >>> err = ManifestMismatchError("unitconv", ["test_units.py::test_a"])
+    >>> err.task_id, err.failing
+    ('unitconv', ['test_units.py::test_a'])
+    """
 
     def __init__(self, task_id: str, failing: list[str], detail: str = ""):
         self.task_id = task_id
@@ -89,6 +118,11 @@ class Limits:
     network : bool
         Allow the network (accepted only with ``isolation="none"``).
 
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). Its per-task resource limits (our spec §2.5).
+
     Examples
     --------
     >>> Limits(wall_s=60).memory_mb
@@ -134,7 +168,21 @@ class Limits:
 
 @dataclass(frozen=True)
 class Module:
-    """One module of the task's package: its name, its in-package dependencies, exports."""
+    """One module of the task's package: its name, its in-package dependencies, exports.
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). The module order behind the ``partial(f)`` reference
+    agent is ours.
+
+    Examples
+    --------
+    >>> from icml26.nl2repo import builtin_tasks
+    >>> module = builtin_tasks(["unitconv"])[0].modules[0]
+    >>> module.name, module.deps
+    ('units', ())
+    """
 
     name: str
     deps: tuple[str, ...] = ()
@@ -147,6 +195,19 @@ class Manifest:
 
     ``files`` maps each test file (relative to the tests folder) to the modules it needs
     (its module and that module's dependencies).
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730). The frozen set of reference-passing tests is its score
+    denominator.
+
+    Examples
+    --------
+    >>> from icml26.nl2repo import builtin_tasks
+    >>> manifest = builtin_tasks(["unitconv"])[0].manifest
+    >>> len(manifest), manifest.per_file()["test_units.py"]
+    (46, 17)
     """
 
     tests: tuple[str, ...]
@@ -198,6 +259,20 @@ class Task:
         Packaging files copied over the workspace when ``replace_packaging``.
     root : Path or None
         The task folder.
+
+    References
+    ----------
+    Ding et al., "NL2Repo-Bench: Towards Long-Horizon Repository Generation Evaluation of Coding
+    Agents", ICML 2026 (arXiv:2512.12730).
+
+    Examples
+    --------
+    >>> from icml26.nl2repo import builtin_tasks
+    >>> task = builtin_tasks(["unitconv"])[0]
+    >>> task.package, [m.name for m in task.modules]
+    ('unitconv', ['units', 'quantity', 'parse'])
+    >>> sorted(task.module_closure("units"))
+    ['units']
     """
 
     id: str

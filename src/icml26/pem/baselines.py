@@ -127,6 +127,12 @@ class SepCMABaseline(_PycmaBaseline):
     diagonal : bool
         ``False`` gives full-covariance CMA-ES.
 
+    References
+    ----------
+    Ros & Hansen, "A Simple Modification in CMA-ES Achieving Linear Time and Space Complexity",
+    PPSN 2008. Wang & Lu, "Depth over Fidelity in Fixed-Budget Noisy Evolution Strategies", ICML
+    2026 (arXiv:2606.06555): sep-CMA-ES is its main competitor.
+
     Examples
     --------
     >>> import numpy as np
@@ -162,6 +168,12 @@ class ResampleCMA(_PycmaBaseline):
         As :class:`SepCMABaseline`.
     k : int
         Evaluations per candidate (the paper uses 2, 3, 5, 10).
+
+    References
+    ----------
+    Ros & Hansen, "A Simple Modification in CMA-ES Achieving Linear Time and Space Complexity",
+    PPSN 2008. Fixed resampling is the fidelity baseline of Wang & Lu, "Depth over Fidelity in
+    Fixed-Budget Noisy Evolution Strategies", ICML 2026 (arXiv:2606.06555).
 
     Examples
     --------
@@ -210,6 +222,12 @@ class UHCMA(_PycmaBaseline):
         Re-evaluation perturbation (0: re-evaluate the same point).
     diagonal : bool
         Diagonal covariance (default ``False``: the reference code runs full CMA-ES here).
+
+    References
+    ----------
+    Hansen, Niederberger, Guzzella & Koumoutsakos, "A Method for Handling Uncertainty in
+    Evolutionary Optimization With an Application to Feedback Control of Combustion", IEEE
+    Transactions on Evolutionary Computation 13(1), 2009.
 
     Examples
     --------

@@ -28,7 +28,25 @@ __all__ = ["BudgetExhausted", "BudgetedObjective", "OptimizeResult", "Evaluation
 
 
 class BudgetExhausted(RuntimeError):
-    """Raised when an oracle call would exceed the budget (the call is not made)."""
+    """Raised when an oracle call would exceed the budget (the call is not made).
+
+    References
+    ----------
+    Wang & Lu, "Depth over Fidelity in Fixed-Budget Noisy Evolution Strategies", ICML 2026
+    (arXiv:2606.06555). A ``RuntimeError``, raised at call ``B + 1`` of its fixed budget.
+
+    Examples
+    --------
+    >>> from icml26.pem import BudgetedObjective, BudgetExhausted
+    >>> obj = BudgetedObjective(lambda x: 0.0, budget=1)
+    >>> obj([0.0])
+    0.0
+    >>> try:
+    ...     obj([0.0])
+    ... except BudgetExhausted:
+    ...     print("budget spent", obj.remaining)
+    budget spent 0
+    """
 
 
 def _as_scalar(value: Any) -> float:
@@ -70,6 +88,11 @@ class BudgetedObjective:
     best_noise_free : float
         Smallest noise-free value over evaluated points (nan without ``noise_free``).
     history : list of tuple
+
+    References
+    ----------
+    Wang & Lu, "Depth over Fidelity in Fixed-Budget Noisy Evolution Strategies", ICML 2026
+    (arXiv:2606.06555). Its fixed oracle budget.
 
     Examples
     --------
@@ -149,6 +172,11 @@ class OptimizeResult(_ScipyOptimizeResult):
     success : bool
         True: a fixed-budget run ends by spending its budget, not by converging.
     message : str
+
+    References
+    ----------
+    Follows ``scipy.optimize.OptimizeResult``; the fields are those of Wang & Lu, "Depth over
+    Fidelity in Fixed-Budget Noisy Evolution Strategies", ICML 2026 (arXiv:2606.06555).
 
     Examples
     --------

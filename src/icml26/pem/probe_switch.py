@@ -45,6 +45,11 @@ class ProbeSwitch:
         Rank disagreement measured by the probe (nan when the probe was skipped).
     choice_ : {"rbpem", "sep_cma"}
 
+    References
+    ----------
+    Wang & Lu, "Depth over Fidelity in Fixed-Budget Noisy Evolution Strategies", ICML 2026
+    (arXiv:2606.06555). Its probe-and-switch rule.
+
     Examples
     --------
     >>> import numpy as np

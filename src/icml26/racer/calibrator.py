@@ -41,7 +41,27 @@ _CEIL_SLACK = 1e-9  # guards ceil((n + 1)(1 - alpha)) against floating-point rou
 
 
 class InfeasibleRiskWarning(UserWarning):
-    """The calibration set is too small for the requested risk level: every option is returned."""
+    """The calibration set is too small for the requested risk level: every option is returned.
+
+    References
+    ----------
+    Hao, Zeng, Wei & Jing, "RACER: Risk-Aware Calibrated Efficient Routing for Large Language
+    Models", arXiv:2603.06616, 2026. A ``UserWarning`` subclass, as scikit-learn's
+    ``ConvergenceWarning``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from icml26.racer import InfeasibleRiskWarning, RACERCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.random((5, 2)); correct = (rng.random((5, 2)) < scores).astype(int)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     cal = RACERCalibrator(alpha=0.01).fit(scores, correct)   # 5 queries: too few
+    >>> any(w.category is InfeasibleRiskWarning for w in caught)
+    True
+    """
 
 
 def augment_scores(scores, null: str = "one_minus_max", null_constant: float = 0.5) -> np.ndarray:

@@ -47,6 +47,11 @@ class ScoreRouter(BaseEstimator):
     n_models_ : int
         K.
 
+    References
+    ----------
+    Hao, Zeng, Wei & Jing, "RACER: Risk-Aware Calibrated Efficient Routing for Large Language
+    Models", arXiv:2603.06616, 2026. Its score-based routers.
+
     Examples
     --------
     >>> import numpy as np
@@ -128,6 +133,21 @@ class TextScoreRouter(BaseEstimator):
         Inverse regularisation of each logistic regression.
     output : {"sigmoid", "softmax"}
         See :class:`ScoreRouter`.
+
+    References
+    ----------
+    Hao, Zeng, Wei & Jing, "RACER: Risk-Aware Calibrated Efficient Routing for Large Language
+    Models", arXiv:2603.06616, 2026. A text router of our own for its score model (TF-IDF and
+    logistic regression), not from the paper.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> texts = ["add two numbers", "sum of numbers", "write a poem", "a short poem"] * 5
+    >>> Y = np.array([[1, 0], [1, 0], [0, 1], [0, 1]] * 5)
+    >>> router = TextScoreRouter(min_df=1).fit(texts, Y)
+    >>> router.predict_scores(["a poem about numbers"]).shape
+    (1, 2)
     """
 
     def __init__(self, ngram_range=(1, 2), min_df: int = 3, max_features: int = 50_000,

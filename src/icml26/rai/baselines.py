@@ -46,7 +46,23 @@ def _max_tokens(queries: list[Query]) -> int:
 
 
 class NoDefense:
-    """The vanilla model."""
+    """The vanilla model.
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402). The undefended base
+    model of its comparisons.
+
+    Examples
+    --------
+    >>> from icml26.rai import GlyphSafe, GlyphSafeConfig
+    >>> world = GlyphSafe(0, GlyphSafeConfig(hidden=16, layers=1, heads=2, intermediate=32))
+    >>> model = world.build_model().eval()              # untrained: answers are arbitrary words
+    >>> queries = world.attack_set(n=2)
+    >>> len(NoDefense().respond(model, queries))
+    2
+    """
 
     name = "no defense"
 
@@ -61,6 +77,23 @@ class RAIDefense:
     ----------
     selections_ : list of dict
         ``last_selection_`` of every image of the last :meth:`respond` call, in query order.
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402).
+
+    Examples
+    --------
+    >>> from icml26.rai import GlyphSafe, GlyphSafeConfig
+    >>> world = GlyphSafe(0, GlyphSafeConfig(hidden=16, layers=1, heads=2, intermediate=32))
+    >>> model = world.build_model().eval()              # untrained: answers are arbitrary words
+    >>> queries = world.attack_set(n=2)
+    >>> from icml26.rai import RiskAwarenessInjection, UnsafePrototypeSubspace
+    >>> ups = UnsafePrototypeSubspace.from_model(model, world.tokenizer, ("bomb", "poison"))
+    >>> defense = RAIDefense(RiskAwarenessInjection(ups, ratio=0.25))
+    >>> len(defense.respond(model, queries)), len(defense.selections_)
+    (2, 2)
     """
 
     def __init__(self, rai: RiskAwarenessInjection, name: str = "RAI", batch_size: int = 100):
@@ -92,6 +125,22 @@ class OracleReplacement:
     embeddings : Tensor of shape (V, d)
         The model's input embeddings; each query's target is ``embeddings[id(query.word)]``.
     name : str
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402). The oracle (pathway)
+    positive control is ours, not from the paper.
+
+    Examples
+    --------
+    >>> from icml26.rai import GlyphSafe, GlyphSafeConfig
+    >>> world = GlyphSafe(0, GlyphSafeConfig(hidden=16, layers=1, heads=2, intermediate=32))
+    >>> model = world.build_model().eval()              # untrained: answers are arbitrary words
+    >>> queries = world.attack_set(n=2)
+    >>> oracle = OracleReplacement.for_world(model, world, tokens=1)
+    >>> len(oracle.respond(model, queries))
+    2
     """
 
     def __init__(self, replacement: TokenReplacement, embeddings: torch.Tensor, name: str = "oracle",
@@ -121,7 +170,23 @@ class OracleReplacement:
 
 
 class AdaShieldS:
-    """AdaShield-S: a static defense prompt before the user turn."""
+    """AdaShield-S: a static defense prompt before the user turn.
+
+    References
+    ----------
+    Wang, Liu, Li, Chen & Xiao, "AdaShield: Safeguarding Multimodal Large Language Models from
+    Structure-based Attack via Adaptive Shield Prompting", ECCV 2024 (its static variant
+    AdaShield-S).
+
+    Examples
+    --------
+    >>> from icml26.rai import GlyphSafe, GlyphSafeConfig
+    >>> world = GlyphSafe(0, GlyphSafeConfig(hidden=16, layers=1, heads=2, intermediate=32))
+    >>> model = world.build_model().eval()              # untrained: answers are arbitrary words
+    >>> queries = world.attack_set(n=2)
+    >>> len(AdaShieldS().respond(model, queries))
+    2
+    """
 
     name = "AdaShield-S"
 
@@ -134,7 +199,22 @@ class AdaShieldS:
 
 
 class ECSOLite:
-    """ECSO-lite: caption → text-only harmfulness probe → refuse or answer with the image."""
+    """ECSO-lite: caption → text-only harmfulness probe → refuse or answer with the image.
+
+    References
+    ----------
+    Gou et al., "Eyes Closed, Safety On: Protecting Multimodal LLMs via Image-to-Text
+    Transformation", ECCV 2024 (a reduced variant).
+
+    Examples
+    --------
+    >>> from icml26.rai import GlyphSafe, GlyphSafeConfig
+    >>> world = GlyphSafe(0, GlyphSafeConfig(hidden=16, layers=1, heads=2, intermediate=32))
+    >>> model = world.build_model().eval()              # untrained: answers are arbitrary words
+    >>> queries = world.attack_set(n=2)
+    >>> len(ECSOLite().respond(model, queries))
+    2
+    """
 
     name = "ECSO-lite"
 
@@ -161,6 +241,20 @@ class CoCA:
         ``α``; 1 = the prefixed model, 2 = CoCA's ``ℓ_prefix + 1·(ℓ_prefix − ℓ_plain)``.
     prefix : str
         The safety principle (default: the AdaShield sentence).
+
+    References
+    ----------
+    Gao et al., "CoCA: Regaining Safety-awareness of Multimodal Large Language Models with
+    Constitutional Calibration", 2024.
+
+    Examples
+    --------
+    >>> from icml26.rai import GlyphSafe, GlyphSafeConfig
+    >>> world = GlyphSafe(0, GlyphSafeConfig(hidden=16, layers=1, heads=2, intermediate=32))
+    >>> model = world.build_model().eval()              # untrained: answers are arbitrary words
+    >>> queries = world.attack_set(n=2)
+    >>> len(CoCA(alpha=2.0).respond(model, queries))
+    2
     """
 
     name = "CoCA"

@@ -165,7 +165,21 @@ def render(word: str, colour: str, rng: np.random.Generator, style: str = "A", a
 
 @dataclass
 class Query:
-    """One evaluation query: prompt ids (after ``<s>``, image block included), optional image."""
+    """One evaluation query: prompt ids (after ``<s>``, image block included), optional image.
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402). One query of our
+    synthetic world's attack, benign and utility sets.
+
+    Examples
+    --------
+    >>> from icml26.rai import GlyphSafe
+    >>> query = GlyphSafe(0).attack_set(n=1)[0]
+    >>> query.kind, query.image.shape[-1] > 0
+    ('attack', True)
+    """
 
     kind: str                 # attack | benign | colour | slot | text_harmful | text_benign
     prompt: list
@@ -190,6 +204,18 @@ class GlyphSafeConfig:
     ``category_caption_share`` of the S2 captions of unsafe glyphs name a related category word
     (:data:`RELATED_CATEGORIES`) instead of the word. ``oracle_tokens`` is the ``m`` of the
     oracle control (RAI's ``m`` at ρ = 0.01 on 16 tokens); ``max_oracle_ratio`` its bar.
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402). The training recipe of
+    our synthetic world (a Resolution, not from the paper).
+
+    Examples
+    --------
+    >>> config = GlyphSafeConfig(hidden=32, layers=2)
+    >>> config.hidden, config.heads, config.s3_grid
+    (32, 4, (200, 400, 600))
     """
 
     hidden: int = 64
@@ -250,6 +276,13 @@ class GlyphSafe:
         After :meth:`train`: the precondition metrics at each S3 length tried.
     s3_steps_ : int
         The S3 length used.
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402). GlyphSafe is our
+    synthetic stand-in for its benchmarks (a Resolution, not from the paper); the model follows
+    Liu, Li, Wu & Lee, "Visual Instruction Tuning", NeurIPS 2023 (LLaVA).
 
     Examples
     --------

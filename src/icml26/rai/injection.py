@@ -60,6 +60,12 @@ class UnsafePrototypeSubspace:
     Resolution, not from the paper) the vocabulary's mean embedding ``ē`` is subtracted first,
     removing the common offset that inflates all cosines.
 
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402). Its unsafe prototype
+    subspace (Section 3).
+
     Examples
     --------
     >>> ups = UnsafePrototypeSubspace(torch.eye(3)[:2] * 5.0, keywords=("a", "b"))
@@ -228,6 +234,11 @@ class RiskAwarenessInjection:
     last_selection_ : list of dict
         After a prefill under :meth:`attach`: per image block, ``row``, ``positions`` (in the
         sequence), ``selected`` (indices within the block), ``risk`` (all ``r_v``).
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402).
 
     Examples
     --------
@@ -428,6 +439,12 @@ class TokenReplacement(RiskAwarenessInjection):
     ----------
     targets : Tensor of shape (B, d) or None
         One target direction per batch row, set before each prefill under :meth:`attach`.
+
+    References
+    ----------
+    Wang, Chen, Xu, He, Jiang & Li, "Risk Awareness Injection: Calibrating Vision-Language Models
+    for Safety without Compromising Utility", ICML 2026 (arXiv:2602.03402). A selection control of
+    our own built on its token selection, not from the paper.
 
     Examples
     --------

@@ -69,6 +69,23 @@ class GaussianKnockoffSampler:
     -----
     X̃ | X ~ N(X - (X - mu) Sigma^{-1} S, 2S - S Sigma^{-1} S). Gaussian knockoffs are
     exact only for Gaussian X; for binary or discrete features they are approximate.
+
+    References
+    ----------
+    Candès, Fan, Janson & Lv, "Panning for Gold: 'Model-X' Knockoffs for High Dimensional
+    Controlled Variable Selection", JRSS-B 80(3), 2018; Ledoit & Wolf, "A well-conditioned
+    estimator for large-dimensional covariance matrices", Journal of Multivariate Analysis 88,
+    2004. Used by Lyu, Turcan & Wilder, "Explaining Concept Shift with Interpretable Feature
+    Attribution", arXiv:2505.20634.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(200, 4))
+    >>> sampler = GaussianKnockoffSampler(method="equicorrelated").fit(X)
+    >>> X_tilde = sampler.sample(X, np.random.default_rng(1))
+    >>> X_tilde.shape, sampler.s_.shape
+    ((200, 4), (4,))
     """
 
     def __init__(self, method: str = "equicorrelated"):

@@ -116,6 +116,25 @@ class GraphDrawingFeatures:
         The learned f_i(s).
     loss_curve_ : list of float
         Objective every 100 steps.
+
+    References
+    ----------
+    Wang, Zhou, Zhang, Shao, Hooi & Feng, "Towards Better Laplacian Representation in Reinforcement
+    Learning with Generalized Graph Drawing", ICML 2021; Wu, Tucker & Nachum, "The Laplacian in RL:
+    Learning Representations with Efficient Approximations", ICLR 2019.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml26.spectral_rl import GridWorld
+    >>> world = GridWorld.open_room(4, 4)
+    >>> P = world.transition("uniform").toarray()
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.integers(world.n_states, size=2000)
+    >>> s_next = np.array([rng.choice(world.n_states, p=P[i]) for i in s])
+    >>> gdo = GraphDrawingFeatures(n_components=3, n_steps=20, batch_size=64, random_state=0)
+    >>> gdo.fit(s, s_next, world.n_states).features_.shape
+    (16, 3)
     """
 
     def __init__(self, n_components: int = 4, beta: float = 5.0, lr: float = 1e-3,

@@ -317,6 +317,25 @@ class LinearValueApproximator(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : (k,) array
+
+    References
+    ----------
+    Giorgi, Olivieri, Jiang, Toni & Papini, "Impact of Connectivity on Laplacian Representations in
+    Reinforcement Learning", ICML 2026 (arXiv:2603.08558). Linear value approximation on
+    proto-value functions: Mahadevan & Maggioni, "Proto-value Functions: A Laplacian Framework for
+    Learning Representation and Control in Markov Decision Processes", JMLR 8, 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml26.spectral_rl import GridWorld, SpectralFeatures
+    >>> world = GridWorld.two_rooms(5, 7, door=1)
+    >>> features = SpectralFeatures(n_components=4).fit(world.transition("uniform"))
+    >>> states = np.arange(world.n_states)
+    >>> V = np.linspace(0.0, 1.0, world.n_states)
+    >>> model = LinearValueApproximator(features).fit(states, V)
+    >>> model.coef_.shape, model.predict(states).shape == V.shape
+    ((4,), True)
     """
 
     def __init__(self, features: SpectralFeatures | None = None):

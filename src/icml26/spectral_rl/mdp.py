@@ -208,6 +208,13 @@ class GridWorld:
         (row, column) of each state, in row-major order.
     n_states : int
 
+    References
+    ----------
+    Giorgi, Olivieri, Jiang, Toni & Papini, "Impact of Connectivity on Laplacian Representations in
+    Reinforcement Learning", ICML 2026 (arXiv:2603.08558). Its gridworld environments; the rooms
+    layouts follow Sutton, Precup & Singh, "Between MDPs and semi-MDPs: A framework for temporal
+    abstraction in reinforcement learning", Artificial Intelligence 112, 1999.
+
     Examples
     --------
     >>> world = GridWorld.two_rooms(5, 7, door=1)

@@ -63,6 +63,13 @@ class DvorakLite(RegressorMixin, BaseEstimator):
     ring : (float, float), default (8, 16)
         Inner/outer radius (px) of the cloud-top ring.
 
+    References
+    ----------
+    Dvorak, "Tropical cyclone intensity analysis using satellite data", NOAA Technical Report
+    NESDIS 11, 1984. Yao, Polesello, Pervez, Muller & Locatello, "The Perception-Physics Paradox:
+    Probing Scientific Alignment with TC-Bench", ICML 2026 (arXiv:2605.24782). Its Appendix E
+    baseline.
+
     Examples
     --------
     >>> from icml26.tcbench import SynthTC
@@ -107,6 +114,12 @@ class Climatology(RegressorMixin, BaseEstimator):
     """Mean target per group (basin/agency or month) from the train split.
 
     Unseen groups get the overall train mean.
+
+    References
+    ----------
+    Yao, Polesello, Pervez, Muller & Locatello, "The Perception-Physics Paradox: Probing Scientific
+    Alignment with TC-Bench", ICML 2026 (arXiv:2605.24782). Its climatology baseline (a per-group
+    mean).
 
     Examples
     --------

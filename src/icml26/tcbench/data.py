@@ -79,6 +79,11 @@ class TCFrames:
     images : array of shape (n, H, W), optional
         IR brightness temperature (K).
 
+    References
+    ----------
+    Yao, Polesello, Pervez, Muller & Locatello, "The Perception-Physics Paradox: Probing Scientific
+    Alignment with TC-Bench", ICML 2026 (arXiv:2605.24782).
+
     Examples
     --------
     >>> import numpy as np

@@ -31,7 +31,24 @@ __all__ = ["MTPOutput", "MTPForCausalLM", "DSMTPForCausalLM"]
 
 @dataclass
 class MTPOutput(ModelOutput):
-    """Output of the MTP baselines: ``logits`` are head 1's (next token)."""
+    """Output of the MTP baselines: ``logits`` are head 1's (next token).
+
+    References
+    ----------
+    Gloeckle et al., "Better & faster large language models via multi-token prediction", ICML 2024.
+    Follows the ``transformers.utils.ModelOutput`` convention.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml26.top import GPTConfig, MTPForCausalLM, MTPOutput
+    >>> model = MTPForCausalLM(GPTConfig(vocab_size=10, block_size=8, n_layer=3, n_head=2,
+    ...                                  n_embd=8), n_future=2)
+    >>> ids = torch.randint(0, 10, (2, 6), generator=torch.Generator().manual_seed(0))
+    >>> out = model(ids, labels=ids)
+    >>> isinstance(out, MTPOutput), out.logits.shape
+    (True, torch.Size([2, 6, 10]))
+    """
 
     loss: Optional[torch.Tensor] = None
     ntp_loss: Optional[torch.Tensor] = None

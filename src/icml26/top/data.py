@@ -44,6 +44,19 @@ class StarGraphDataset:
     vocab_size : int
         ``num_nodes + 4``: nodes, then ``|``, ``=``, ``/``, ``$``.
     ignore_index : int
+
+    References
+    ----------
+    Bachmann & Nagarajan, "The Pitfalls of Next-Token Prediction", ICML 2024 (the star-graph task).
+    Zuhri, Fuadi & Aji, "Predicting the Order of Upcoming Tokens Improves Language Modeling", ICML
+    2026 (arXiv:2508.19228).
+
+    Examples
+    --------
+    >>> from icml26.top import make_star_graph_dataset
+    >>> data = make_star_graph_dataset(n=4, degree=2, path_len=4, num_nodes=12, seed=0)
+    >>> len(data), data.vocab_size, data.tokens.shape[1] == data.prefix_len + data.path_len
+    (4, 16, True)
     """
 
     tokens: torch.Tensor

@@ -44,6 +44,19 @@ class GPTConfig:
         (0.02 in the star-graph GPT).
     tie_embeddings : bool
         Share the input embedding with ``lm_head`` (the star-graph GPT does).
+
+    References
+    ----------
+    Bachmann & Nagarajan, "The Pitfalls of Next-Token Prediction", ICML 2024 (its star-graph GPT).
+    Zuhri, Fuadi & Aji, "Predicting the Order of Upcoming Tokens Improves Language Modeling", ICML
+    2026 (arXiv:2508.19228).
+
+    Examples
+    --------
+    >>> from icml26.top import TinyGPT
+    >>> config = GPTConfig(vocab_size=10, block_size=8, n_layer=2, n_head=2, n_embd=8)
+    >>> TinyGPT(config).config.n_embd
+    8
     """
 
     vocab_size: int = 16

@@ -407,6 +407,11 @@ class TOPHead(nn.Module):
     init_std : float
         0.02 as in the star-graph GPT (the LM configs use 0.006).
 
+    References
+    ----------
+    Zuhri, Fuadi & Aji, "Predicting the Order of Upcoming Tokens Improves Language Modeling", ICML
+    2026 (arXiv:2508.19228).
+
     Examples
     --------
     >>> import torch
@@ -432,7 +437,21 @@ class TOPHead(nn.Module):
 
 @dataclass
 class TOPOutput(ModelOutput):
-    """Output of :class:`TOPLoss` and :class:`TOPForCausalLM`."""
+    """Output of :class:`TOPLoss` and :class:`TOPForCausalLM`.
+
+    References
+    ----------
+    Zuhri, Fuadi & Aji, "Predicting the Order of Upcoming Tokens Improves Language Modeling", ICML
+    2026 (arXiv:2508.19228). Follows the ``transformers.utils.ModelOutput`` convention.
+
+    Examples
+    --------
+    >>> import torch, torch.nn as nn
+    >>> out = TOPLoss(window=4)(torch.randn(2, 6, 8), torch.randint(0, 5, (2, 10)),
+    ...                         nn.Linear(8, 5), TOPHead(8, 5))
+    >>> isinstance(out, TOPOutput), out.top_logits.shape
+    (True, torch.Size([2, 6, 5]))
+    """
 
     loss: Optional[torch.Tensor] = None
     ntp_loss: Optional[torch.Tensor] = None
@@ -470,6 +489,12 @@ class TOPLoss(nn.Module):
     columns ``T..`` the look-ahead (padded with ``ignore_index`` when shorter than T + W).
     The TOP targets are built sparsely (:func:`top_targets_sparse`), so no B*T*V target
     tensor exists.
+
+    References
+    ----------
+    Zuhri, Fuadi & Aji, "Predicting the Order of Upcoming Tokens Improves Language Modeling", ICML
+    2026 (arXiv:2508.19228). The listwise loss is ListNet: Cao et al., "Learning to rank: from
+    pairwise approach to listwise approach", ICML 2007.
 
     Examples
     --------

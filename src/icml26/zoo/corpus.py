@@ -276,6 +276,13 @@ class CharTokenizer:
 
     Characters outside the alphabet map to ``unknown`` (default ``"?"``).
 
+    References
+    ----------
+    Follows the ``encode``/``decode`` convention of Hugging Face tokenizers. Used for the
+    character-level language models of Zuhri, Fuadi & Aji, "Predicting the Order of Upcoming Tokens
+    Improves Language Modeling", ICML 2026 (arXiv:2508.19228). (our CPU-scale setting, not from the
+    paper).
+
     Examples
     --------
     >>> tok = CharTokenizer()
