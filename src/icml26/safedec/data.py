@@ -37,6 +37,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, dijkstra
 
+from ..core.io import atomic_file
 from ..core.validation import check_choice, check_int, check_scalar_in
 from .stl import Always, And, Eventually, Formula, Predicate
 
@@ -651,10 +652,9 @@ def load_or_make_demos(n: int, seed: int, unsafe_frac: float = 0.15,
             return [Demo(o, t, bool(u)) for o, t, u in
                     zip(np.split(z["obs"], cuts), np.split(z["tokens"], cuts), z["unsafe"])]
     demos = expert_demos(n, np.random.default_rng(seed), unsafe_frac=unsafe_frac, config=config)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez_compressed(tmp, obs=np.concatenate([d.obs for d in demos]).astype(np.float32),
-                        tokens=np.concatenate([d.tokens for d in demos]),
-                        lengths=np.array([len(d.tokens) for d in demos]),
-                        unsafe=np.array([d.unsafe for d in demos]))
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp, open(tmp, "wb") as handle:
+        np.savez_compressed(handle, obs=np.concatenate([d.obs for d in demos]).astype(np.float32),
+                            tokens=np.concatenate([d.tokens for d in demos]),
+                            lengths=np.array([len(d.tokens) for d in demos]),
+                            unsafe=np.array([d.unsafe for d in demos]))
     return demos

@@ -19,8 +19,10 @@ import torch
 from scipy import stats
 
 from ..core.device import cpu_only, job_device, uses_device
-from ..core.experiment import Claim, Experiment, Part, Result, register
-from ..core.stats import loglog_slope, mean_std, summary_table
+from ..core.claims import Measurement
+from ..core.experiment import Experiment, Part, Result, register
+from ..core.figures import subplots
+from ..core.stats import loglog_slope, paired_t_interval, summary_table
 from .data import CELL, GRID, N_TOKENS, ROT_L, ROT_R, FWD, FAST, BACK, WorldConfig, lattice_step
 from .decoding import SafeDecoder
 from .baselines import RejectionDecoder
@@ -60,6 +62,10 @@ class MainConfig:
     (α, β) in ``alphas × rcd_betas`` chosen per policy seed on ``dev_episodes`` held-out
     episodes (a separate random stream), never on the judged episodes; ``"spec"`` is the
     earlier resolution (β = 2, r_clip = 1, both α judged on the test episodes).
+    ``intervals``: paired t-intervals over the policy seeds (``False``: the spec's point rules,
+    the mean gap for E1(d)/(e) and the minimum over seeds for E1(f)). ``controls``: also roll
+    out the random-restriction stand-in ``safe_uniform`` (HCD's safe set, a uniform draw
+    inside it), the negative control of the HCD-vs-Filter and RCD claims.
     ``logp_compare``: ``"paired"`` compares log π of HCD and Filter at the intervention steps,
     both decoders evaluated on the same logits, prefix and uniform; ``"trajectory"`` compares
     the mean executed log π of the two trajectories (the earlier, unpaired measure).
@@ -71,6 +77,8 @@ class MainConfig:
     rcd_betas: tuple = (8.0, 12.0, 16.0)
     dev_episodes: int = 100
     logp_compare: str = "paired"
+    intervals: bool = True    # False: the old point rules (mean gap; E1(f) min over seeds)
+    controls: bool = True     # roll out the random-restriction stand-in (safe_uniform)
     greedy: bool = True
     n_demos: int = 2000
     train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
@@ -156,6 +164,9 @@ def run_main(config: MainConfig, seed: int, task: dict) -> dict:
             runs["rcd"] = dict(decoder_name="rcd", **selected)
         if config.greedy:
             runs["hcd_greedy"] = dict(decoder_name="hcd", greedy=True)
+        if config.controls:
+            runs.update(safe_uniform=dict(decoder_name="safe_uniform", shadow="filter"),
+                        filter_vs_uniform=dict(decoder_name="filter", shadow="safe_uniform"))
     out, tokens, paired = {}, {}, {}
     for name, kw in runs.items():
         m = rollout(policy, episodes, family, uniforms=uniforms, **kw)
@@ -181,102 +192,150 @@ def _mean(df, family, decoder, metric):
     return float(sel.mean()) if len(sel) else float("nan")
 
 
-def _sr_gated(claim: Claim, reason: str) -> Claim:
-    """``claim`` as INCOMPLETE with ``reason`` when the competence precondition failed."""
-    if not reason:
-        return claim
-    return dataclasses.replace(claim, incomplete=True, note="; ".join(x for x in (claim.note, reason) if x))
+#: Two-sided level of the over-seed intervals: 5 % on each side, a one-sided test at p < 0.05
+#: (non-inferiority for E1(d), superiority for E1(f)). Student t over the policy seeds: with five
+#: seeds a bootstrap interval is about [min, max] and too narrow.
+INTERVAL_LEVEL = 0.90
+_MISSING = "not measured in this run (the decoder was not rolled out)"
+
+
+def _per_seed(df, family: str, decoder: str, metric: str) -> pd.Series:
+    return df[(df.family == family) & (df.decoder == decoder)].set_index("seed")[metric].sort_index()
+
+
+def over_seeds(diffs, intervals: bool = True, note: str = "") -> Measurement:
+    """The mean of per-seed paired differences, with its t-interval when ``intervals``."""
+    d = np.asarray(diffs, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return Measurement(float("nan"), incomplete=_MISSING)
+    per = "per seed " + ", ".join(f"{v:+.3g}" for v in d)
+    text = "; ".join(x for x in (note, per) if x)
+    if not intervals:
+        return Measurement(float(d.mean()), note=text)
+    lo, hi = paired_t_interval(d, INTERVAL_LEVEL)
+    return Measurement(float(d.mean()), interval=(lo, hi),
+                       note=f"{text}; {INTERVAL_LEVEL:.0%} t-interval half-width {(hi - lo) / 2:.3g}")
+
+
+def _sr_diff(df, fam: str, a: str, b: str, config) -> Measurement:
+    if not ((df.decoder == a) & (df.family == fam)).any():
+        return Measurement(float("nan"), incomplete=_MISSING)
+    d = _per_seed(df, fam, a, "success") - _per_seed(df, fam, b, "success")
+    return over_seeds(d.to_numpy(), config.intervals, note="pts")
+
+
+def _rcd_margin(df, fam: str, decoder: str, config) -> Measurement:
+    """E1(e)'s bar as one number: ``min(sat − need_sat, SR − need_sr)`` per seed (≥ 0 passes)."""
+    if not ((df.decoder == decoder) & (df.family == fam)).any():
+        return Measurement(float("nan"), incomplete=_MISSING)
+    u_sat, u_sr = _per_seed(df, fam, "uncon", "sat"), _per_seed(df, fam, "uncon", "success")
+    need_sat = u_sat + 0.5 * (100.0 - u_sat)          # rcd_bar, per seed
+    need_sr = np.maximum(_per_seed(df, fam, "hcd", "success") - 1.0, u_sr - 8.0)
+    sat, sr = _per_seed(df, fam, decoder, "sat"), _per_seed(df, fam, decoder, "success")
+    margin = np.minimum(sat - need_sat, sr - need_sr)
+    m_sat, m_sr = rcd_bar(u_sat.mean(), u_sr.mean(), _per_seed(df, fam, "hcd", "success").mean())
+    old = min(sat.mean() - m_sat, sr.mean() - m_sr)
+    note = (f"means: sat {sat.mean():.1f} (need {m_sat:.1f}), SR {sr.mean():.1f} (need {m_sr:.1f}); "
+            f"margin of the means {old:+.2f}")
+    return over_seeds(margin.to_numpy(), config.intervals, note=note)
+
+
+def _paired_logp(jobs, fam: str, actor: str, back: str) -> np.ndarray:
+    """Per seed: mean over intervention steps of log π(actor's token) − log π(Filter's token).
+
+    ``actor``'s rollout shadows Filter (scores actor − filter); ``back`` is Filter's rollout
+    shadowing ``actor`` (scores filter − actor); both sets of steps count.
+    """
+    out = []
+    for j in sorted((j for j in jobs if j.metrics["family"] == fam), key=lambda j: j.seed):
+        pl = j.metrics["paired_logp"]
+        if actor not in pl or back not in pl:
+            return np.array([])
+        n = pl[actor]["steps"] + pl[back]["steps"]
+        out.append((pl[actor]["diff_sum"] - pl[back]["diff_sum"]) / n if n else float("nan"))
+    return np.asarray(out)
 
 
 def summarize_main(jobs, config: MainConfig) -> Result:
     df = _records(jobs)
-    table = summary_table(df.to_dict("records"), by=["family", "decoder"],
+    shown = df[df.decoder != "filter_vs_uniform"]     # Filter's trajectory again (shadowing the stand-in)
+    table = summary_table(shown.to_dict("records"), by=["family", "decoder"],
                           metrics=["sat", "success", "both", "rho", "cost", "interventions", "logp",
                                    "overhead_ms"], digits=2)
-    claims, notes = [], []
-    paper_cal = "Table 1: Uncon STL St 72 % (avoid), 78 % (geofence); SR 82.5 / 81.5 %"
+    meas, notes = {}, []
     for fam in ("avoid", "geofence"):
-        claims.append(Claim.between(f"E1(a) Uncon satisfaction {fam} (%)", _mean(df, fam, "uncon", "sat"),
-                                    45, 85, paper=paper_cal))
+        meas[f"uncon_sat_{fam}"] = _mean(df, fam, "uncon", "sat")
     greedy_sr = _mean(df, "free", "uncon_greedy", "success")
     greedy_len = _mean(df, "free", "uncon_greedy", "success_length")   # steps a success needs
     floor = config.label_smoothing / N_TOKENS            # BC target mass on every other token
     cap = 100.0 * (1.0 - floor) ** max(greedy_len - 1.0, 0.0) if np.isfinite(greedy_len) else float("nan")
-    competence = Claim.at_least("E1(a) Uncon SR on free (%)", _mean(df, "free", "uncon", "success"), 70,
-                                paper="policy is competent (SPOC SR ≈ 82 %)",
-                                note=(f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing "
-                                      f"≈ {cap:.0f} %" if np.isfinite(greedy_sr) else ""))
-    claims.append(dataclasses.replace(competence, kind="control"))
-    # The success-rate comparisons (E1(d), E1(e)) presuppose a competent base policy: without
-    # it they are INCOMPLETE (with the reason), not FAIL (resolution, not from the paper).
-    sr_gate = ("" if competence.passed else
-               f"base policy not competent (free SR {competence.measured:.1f} % < 70 %): an SR "
-               "comparison cannot be read")
+    meas["competence"] = Measurement(
+        _mean(df, "free", "uncon", "success"),
+        note=(f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing ≈ {cap:.0f} %"
+              if np.isfinite(greedy_sr) else ""))
     if np.isfinite(greedy_sr):
         notes.append(f"E1(a) free-family success: sampled (τ = 1, the spec's acceptance) "
                      f"{_mean(df, 'free', 'uncon', 'success'):.1f} %, greedy {greedy_sr:.1f} %. "
                      f"Label smoothing {config.label_smoothing:g} trains every non-target token, STOP "
                      f"included, towards probability {config.label_smoothing:g}/{N_TOKENS} = {floor:.4f}, so "
-                     f"a sampled episode of the ~{greedy_len:.0f} steps a greedy success takes survives without an early STOP with "
-                     f"probability ≈ (1 − {floor:.4f})^{greedy_len - 1:.0f} = {cap:.0f} %: sampling caps success "
-                     f"there whatever the policy learned; greedy decoding never picks a {100 * floor:.1f} % token.")
+                     f"a sampled episode of the ~{greedy_len:.0f} steps a greedy success takes survives without "
+                     f"an early STOP with probability ≈ (1 − {floor:.4f})^{greedy_len - 1:.0f} = {cap:.0f} %: "
+                     f"sampling caps success there whatever the policy learned; greedy decoding never picks a "
+                     f"{100 * floor:.1f} % token.")
     constrained = df[df.family.isin(["avoid", "geofence"])]
-    hcd_min = constrained[constrained.decoder == "hcd"]["sat"].min()
-    claims.append(Claim.at_least("E1(b) HCD satisfaction, min over seeds and families (%)", hcd_min, 100,
-                                 paper="Theorem 1: 100 % with exact dynamics (Table 1: 97 / 100 %)"))
-    fr_min = constrained[constrained.decoder.isin(["filter", "reject"])]["sat"].min()
-    claims.append(Claim.at_least("E1(c) Filter and Reject satisfaction, min (%)", fr_min, 100,
-                                 paper="Filtering 97 / 100 %"))
+
+    def sat_min(*decoders):
+        sel = constrained[constrained.decoder.isin(decoders)]["sat"]
+        return Measurement(float(sel.min()) if len(sel) else float("nan"),
+                           incomplete="" if len(sel) else _MISSING)
+
+    meas["hcd_sat_min"] = sat_min("hcd")
+    meas["uncon_sat_min"] = sat_min("uncon")
+    meas["filter_sat_min"] = sat_min("filter")
+    meas["uniform_sat_min"] = sat_min("safe_uniform")
+    meas["filter_reject_sat_min"] = sat_min("filter", "reject")
     for fam in ("avoid", "geofence"):
-        gap = _mean(df, fam, "hcd", "success") - _mean(df, fam, "filter", "success")
-        claims.append(_sr_gated(Claim.at_least(f"E1(d) HCD SR − Filter SR, {fam} (pts)", gap, -1.0,
-                                               paper="+0.5 (avoid), +4.5 (geofence)"), sr_gate))
+        meas[f"hcd_vs_filter_sr_{fam}"] = _sr_diff(df, fam, "hcd", "filter", config)
+        meas[f"uniform_vs_filter_sr_{fam}"] = _sr_diff(df, fam, "safe_uniform", "filter", config)
+        meas[f"reject_vs_filter_sr_{fam}"] = _sr_diff(df, fam, "reject", "filter", config)
     for fam in ("avoid", "geofence"):
-        u_sat, u_sr = _mean(df, fam, "uncon", "sat"), _mean(df, fam, "uncon", "success")
-        need_sat, need_sr = rcd_bar(u_sat, u_sr, _mean(df, fam, "hcd", "success"))
-        paper = "RCD 93 % sat / 76 % SR (avoid); 95.4 / 80.2 (geofence)"
-        bar = f"sat ≥ {need_sat:.1f} and SR ≥ {need_sr:.1f}"
-        if config.rcd_bonus == "spec":
-            parts, ok = [], False
+        if config.rcd_bonus == "spec":   # the spec's rule: α = 5 or α = 10 passes, on the means
+            margins = []
             for a in config.alphas:
-                s_, r = _mean(df, fam, f"rcd{a:g}", "sat"), _mean(df, fam, f"rcd{a:g}", "success")
-                ok |= s_ >= need_sat and r >= need_sr
-                parts.append(f"α={a:g}: sat {s_:.1f}, SR {r:.1f}")
-            claims.append(_sr_gated(Claim(f"E1(e) RCD closes ≥ half the violation gap, keeps SR, {fam}",
-                                          paper, "; ".join(parts), "one α (β = 2, r_clip = 1): " + bar, ok),
-                                    sr_gate))
-            continue
-        s_, r = _mean(df, fam, "rcd", "sat"), _mean(df, fam, "rcd", "success")
-        chosen = [j.metrics["rcd_selected"] for j in jobs if j.metrics["family"] == fam]
-        picks = ", ".join(f"α={c['alpha']:g} β={c['beta']:g}" for c in chosen)
-        claims.append(_sr_gated(Claim(f"E1(e) RCD (bounded bonus, α/β chosen on dev) closes ≥ half the "
-                                      f"violation gap, keeps SR, {fam}", paper, f"sat {s_:.1f}, SR {r:.1f}",
-                                      bar, bool(s_ >= need_sat and r >= need_sr),
-                                      note=f"r_clip = 0; per-seed dev choice: {picks}"), sr_gate))
+                m = _rcd_margin(df, fam, f"rcd{a:g}", dataclasses.replace(config, intervals=False))
+                margins.append(m)
+            best = max(margins, key=lambda m: m.value)
+            meas[f"rcd_margin_{fam}"] = Measurement(best.value, note="best α (β = 2, r_clip = 1); " + best.note)
+        else:
+            chosen = [j.metrics["rcd_selected"] for j in sorted(jobs, key=lambda j: j.seed)
+                      if j.metrics["family"] == fam]
+            picks = ", ".join(f"α={c['alpha']:g} β={c['beta']:g}" for c in chosen)
+            m = _rcd_margin(df, fam, "rcd", config)
+            meas[f"rcd_margin_{fam}"] = dataclasses.replace(
+                m, note=f"r_clip = 0; per-seed dev choice: {picks}; {m.note}")
+        meas[f"uniform_rcd_margin_{fam}"] = _rcd_margin(df, fam, "safe_uniform", config)
+        meas[f"filter_rcd_margin_{fam}"] = _rcd_margin(df, fam, "filter", config)
     for fam in ("avoid", "geofence"):
-        per_seed, per_seed_traj, steps = [], [], []
-        for j in sorted((j for j in jobs if j.metrics["family"] == fam), key=lambda j: j.seed):
-            sel = df[(df.family == fam) & (df.seed == j.seed)].set_index("decoder")["logp"]
-            per_seed_traj.append(sel["hcd"] - sel["filter"])
-            pl = j.metrics["paired_logp"]
-            n = pl["hcd"]["steps"] + pl["filter"]["steps"]
-            # HCD's rollout scores hcd − filter; Filter's rollout scores filter − hcd.
-            per_seed.append((pl["hcd"]["diff_sum"] - pl["filter"]["diff_sum"]) / n if n else float("nan"))
-            steps.append(n)
-        traj_text = f"unpaired trajectory means, min over seeds {np.min(per_seed_traj):+.4f}"
+        traj = (_per_seed(df, fam, "hcd", "logp") - _per_seed(df, fam, "filter", "logp")).to_numpy()
+        paired = _paired_logp(jobs, fam, "hcd", "filter")
+        uniform = _paired_logp(jobs, fam, "safe_uniform", "filter_vs_uniform")
         if config.logp_compare == "trajectory":
-            claims.append(Claim.at_least(f"E1(f) HCD − Filter executed log π, min over seeds, {fam}",
-                                         float(np.min(per_seed_traj)), 0.0,
-                                         paper="filtering breaks the autoregressive context"))
-            continue
-        claims.append(Claim.at_least(
-            f"E1(f) HCD − Filter log π at intervention steps (paired), min over seeds, {fam}",
-            float(np.nanmin(per_seed)), 0.0, paper="filtering breaks the autoregressive context",
-            note=(f"per seed {', '.join(f'{v:+.3f}' for v in per_seed)} over "
-                  f"{', '.join(map(str, steps))} steps; {traj_text}")))
+            paired, uniform = traj, np.array([])
+        elif config.logp_compare != "paired":
+            raise ValueError(f"logp_compare must be 'paired' or 'trajectory', got {config.logp_compare!r}")
+        note = (f"min over seeds {np.nanmin(paired):+.4f}; unpaired trajectory means, min over seeds "
+                f"{np.min(traj):+.4f}") if paired.size else ""
+        if config.intervals:
+            meas[f"hcd_vs_filter_logp_{fam}"] = over_seeds(paired, note=note)
+            meas[f"uniform_vs_filter_logp_{fam}"] = over_seeds(uniform)
+        else:   # the spec's rule: on every seed (the minimum over seeds)
+            meas[f"hcd_vs_filter_logp_{fam}"] = Measurement(float(np.nanmin(paired)), note=note)
+            meas[f"uniform_vs_filter_logp_{fam}"] = (
+                Measurement(float(np.nanmin(uniform))) if uniform.size
+                else Measurement(float("nan"), incomplete=_MISSING))
     eq = [bool(j.metrics["rcd0_equals_uncon"]) for j in jobs if j.metrics["family"] != "free"]
-    claims.append(Claim("E1(g) RCD α=0 equals Uncon bit for bit", "α = 0 is the base policy",
-                        f"{sum(map(bool, eq))}/{len(eq)} runs identical", "all identical", all(eq)))
+    meas["rcd0_equals_uncon"] = Measurement(all(eq), note=f"{sum(eq)}/{len(eq)} runs identical")
     world = jobs[0].metrics["world"]
     if config.rcd_bonus == "bounded":
         for j in sorted((j for j in jobs if j.metrics["rcd_dev"]), key=lambda j: (j.metrics["family"], j.seed)):
@@ -289,17 +348,14 @@ def summarize_main(jobs, config: MainConfig) -> Result:
                  f"p_slow={world['p_slow']}, fence margin U{tuple(world['fence_margin'])} m")
     fig = _main_figure(df)
     return Result(tables={"E1 main table (mean ± std over seeds)": table}, figures={"E1": fig},
-                  claims=claims, notes=notes)
+                  measurements=meas, notes=notes)
 
 
 def _main_figure(df):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = subplots(1, 2, figsize=(10, 4))
     for ax, fam in zip(axes, ("avoid", "geofence")):
-        sub = df[df.family == fam].groupby("decoder", sort=False)[["sat", "success"]].mean()
+        sub = df[(df.family == fam) & (df.decoder != "filter_vs_uniform")]
+        sub = sub.groupby("decoder", sort=False)[["sat", "success"]].mean()
         x = np.arange(len(sub))
         ax.bar(x - 0.2, sub["sat"], 0.4, label="STL satisfaction %")
         ax.bar(x + 0.2, sub["success"], 0.4, label="success %")
@@ -341,21 +397,15 @@ def summarize_alpha(jobs, config: AlphaConfig) -> Result:
     curve = df.groupby("alpha")[["sat", "success", "rho", "interventions"]].mean().reset_index()
     rho = float(stats.spearmanr(curve.alpha, curve.sat).statistic)
     best = float(curve.loc[curve.success.idxmax(), "alpha"])
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = subplots(figsize=(5, 3.5))
     ax.plot(curve.alpha, curve.sat, "o-", label="STL satisfaction %")
     ax.plot(curve.alpha, curve.success, "s-", label="success %")
     ax.set_xlabel("α (RCD weight)")
     ax.legend()
     fig.tight_layout()
-    claims = [Claim.at_least("E2 Spearman(α, satisfaction)", rho, 0.8,
-                             paper="satisfaction rises with α (App. C ablation)")]
     notes = [f"SR peaks at α = {best:g} (paper: peak at 5–10, slight decline at 20–25)"]
     return Result(tables={"E2 α sweep (avoid, mean over seeds)": curve.round(3)}, figures={"E2": fig},
-                  claims=claims, notes=notes)
+                  measurements={"spearman_alpha_sat": rho}, notes=notes)
 
 
 # -- E3: dynamics mismatch ---------------------------------------------------------------------------
@@ -368,6 +418,7 @@ class MismatchConfig:
     alpha: float = 5.0
     beta: float = 2.0         # the spec's RCD resolution (β = 2, r_clip = 1)
     r_clip: float = 1.0
+    intervals: bool = True    # False: the spec's point rule (difference of the means)
     n_demos: int = 2000
     train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
     dropout: float = 0.0      # deviation: spec 0.1 (regularisation hurt closed-loop success)
@@ -389,14 +440,15 @@ def summarize_mismatch(jobs, config: MismatchConfig) -> Result:
     df = _records(jobs)
     table = summary_table(df.to_dict("records"), by="decoder",
                           metrics=["sat", "success", "cost", "infeasible"], digits=2)
-    u, h, d = (_mean(df, "avoid", k, "sat") for k in ("uncon", "hcd", "hcd_delta"))
-    claims = [Claim.at_least("E3 HCD − Uncon satisfaction under mismatch (pts)", h - u, 15,
-                             paper="HCD 97 % vs Uncon 72 % on avoid (true dynamics ≠ f̂)"),
-              Claim.at_least("E3 HCD-δ satisfaction under mismatch (%)", d, 98,
-                             paper="(ours) margin δ = 0.36 m restores near-100 %")]
+    uncon = _per_seed(df, "avoid", "uncon", "sat")
+    meas = {"hcd_minus_uncon_sat": over_seeds((_per_seed(df, "avoid", "hcd", "sat") - uncon).to_numpy(),
+                                              config.intervals, note="pts"),
+            "rcd_minus_uncon_sat": over_seeds((_per_seed(df, "avoid", "rcd", "sat") - uncon).to_numpy(),
+                                              config.intervals, note="pts"),
+            "hcd_delta_sat": _mean(df, "avoid", "hcd_delta", "sat")}
     notes = [f"RCD(α={config.alpha:g}) satisfaction {_mean(df, 'avoid', 'rcd', 'sat'):.1f} %, "
              f"SR {_mean(df, 'avoid', 'rcd', 'success'):.1f} % under mismatch {config.mismatch}"]
-    return Result(tables={"E3 dynamics mismatch (avoid)": table}, claims=claims, notes=notes)
+    return Result(tables={"E3 dynamics mismatch (avoid)": table}, measurements=meas, notes=notes)
 
 
 # -- E4: exact conditioning on a tiny world ---------------------------------------------------------
@@ -514,23 +566,18 @@ def summarize_exact(jobs, config: ExactConfig) -> Result:
     max_viol = float(max(df.hcd_violating_mass.max(), df.filter_violating_mass.max()))
     frac_better = float((df.tv_hcd < df.tv_filter).mean())
     pvals = [j.metrics["chi2_p"] for j in jobs if j.metrics["chi2_p"] is not None]
-    claims = [
-        Claim.at_most("E4 max mass on violating sequences (HCD, Filter)", max_viol, 1e-12,
-                      paper="HCD: Theorem 1; Filter blocks predicted violations"),
-        Claim("E4 supp(HCD) = supp(Q)", "HCD conditions on satisfaction step by step",
-              f"{int(df.support_equal.sum())}/{len(df)} tables", "all tables", bool(df.support_equal.all())),
-        Claim.at_least("E4 Filter mass on π = 0 sequences (zero-prob fallback table)",
-                       float(zero.filter_off_support_mass.min()) if len(zero) else float("nan"), 1e-12,
-                       paper="post-hoc filtering leaves the model's support",
-                       note=f"HCD off-support mass {float(zero.hcd_off_support_mass.max()):.3g}"),
-        Claim.at_least("E4 fraction of tables with TV(HCD,Q) < TV(Filter,Q)", frac_better, 0.7,
-                       paper="SafeDec approximates Q (Eq. 1) better than filtering"),
-        Claim.at_least("E4 Reject(M=200) vs HCD χ² p-value (min over seeds)",
-                       float(min(pvals)) if pvals else float("nan"), 0.01,
-                       paper="(ours) rejection → HCD as M → ∞"),
-    ]
+    meas = {
+        "max_violating_mass": max_viol,
+        "support_equal": Measurement(bool(df.support_equal.all()),
+                                     note=f"{int(df.support_equal.sum())}/{len(df)} tables"),
+        "filter_off_support_mass": Measurement(
+            float(zero.filter_off_support_mass.min()) if len(zero) else float("nan"),
+            note=f"HCD off-support mass {float(zero.hcd_off_support_mass.max()):.3g}"),
+        "frac_tv_hcd_below_filter": frac_better,
+        "reject_chi2_p": float(min(pvals)) if pvals else float("nan"),
+    }
     summary = df[["tv_hcd", "tv_filter", "tv_rcd", "tv_pi"]].describe().loc[["mean", "std", "min", "max"]]
-    return Result(tables={"E4 total variation to Q over tables": summary.round(4)}, claims=claims,
+    return Result(tables={"E4 total variation to Q over tables": summary.round(4)}, measurements=meas,
                   notes=[f"HCD has zero off-support mass: {float(df.hcd_off_support_mass.max()) == 0.0}"])
 
 
@@ -613,8 +660,9 @@ def run_scaling(config: ScalingConfig, seed: int) -> dict:
     # per-step overhead along an episode (incremental monitor) and the policy forward time
     dyn = DisplacementDynamics(_offsets(rng, 7))
     dec = SafeDecoder(None, spec4, dyn, mode="hcd", fallback_token=0)
-    torch.manual_seed(seed)
-    policy = NavTransformer().eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        policy = NavTransformer().eval()
     cache = policy.start()
     obs = torch.randn(config.batch, policy.obs_dim)
     prev = torch.full((config.batch,), policy.bos, dtype=torch.long)
@@ -654,25 +702,13 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
     late = float(np.median([j.metrics["t90_ms"] for j in jobs]))
     ratio_t = late / early
     overhead_frac = float(np.median(step) / np.median(fwd))
-    claims = [
-        Claim.at_most("E5 log-log slope of decode overhead in |A| (max of HCD, RCD)", slope_tok, 1.15,
-                      paper="O(|A|) per step (one-step look-ahead)"),
-        Claim.at_most("E5 log-log slope of decode overhead in #zones", slope_zon, 1.15,
-                      paper="O(|A|·|φ|) robustness"),
-        Claim.at_most("E5 per-step overhead t=90 / t=10", ratio_t, 1.5,
-                      paper="incremental monitor: cost does not grow with t"),
-        Claim.at_most("E5 HCD overhead / policy forward at |A|=7", overhead_frac, 0.5,
-                      paper="lightweight: no retraining, negligible overhead"),
-    ]
+    meas = {"slope_tokens": slope_tok, "slope_zones": slope_zon, "t90_over_t10": ratio_t,
+            "overhead_over_forward": overhead_frac}
     rows = [{"axis": "|A|", "size": s, "hcd_ms": 1e3 * h, "rcd_ms": 1e3 * r}
             for s, h, r in zip(config.n_tokens, tok["hcd"], tok["rcd"])]
     rows += [{"axis": "zones", "size": s, "hcd_ms": 1e3 * h, "rcd_ms": 1e3 * r}
              for s, h, r in zip(config.n_zones, zon["hcd"], zon["rcd"])]
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = subplots(1, 2, figsize=(9, 3.5))
     for ax, sizes, vals, label in ((axes[0], config.n_tokens, tok, "|A|"), (axes[1], config.n_zones, zon, "zones")):
         for mode in ("hcd", "rcd"):
             ax.loglog(sizes, 1e3 * np.asarray(vals[mode]), "o-", label=mode.upper())
@@ -684,37 +720,23 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
              f"per-step overhead median {np.median(step):.2f} ms vs policy forward {np.median(fwd):.2f} ms "
              f"(batch {config.batch}); timings on a shared 2-core machine"]
     return Result(tables={"E5 decode overhead": pd.DataFrame(rows).round(3)}, figures={"E5": fig},
-                  claims=claims, notes=notes)
+                  measurements=meas, notes=notes)
 
 
 # -- registration --------------------------------------------------------------------------------
 
 EXPERIMENT = register(Experiment(
     slug="safedec",
-    headline='main/E1(b) HCD satisfaction, min over seeds and families (%)',   # the abstract's main claim tested by the default parts
-    title="SafeDec: Constrained Decoding for Safe Autoregressive Generalist Robot Navigation Policies",
-    reference=PAPER,
-    claims=[
-        "HCD guarantees satisfaction of invariant specs with exact dynamics and keeps more task "
-        "success than post-hoc filtering",
-        "RCD keeps success near the unconstrained policy while closing most of the violation gap",
-        "Constrained decoding approximates exact conditioning of the policy on the spec (Eq. 1)",
-        "The overhead is linear in |A| and the spec size, constant in time",
-    ],
     parts=[
         Part("main", run_main, summarize_main, quick=MainConfig(episodes=100, dev_episodes=50), full=MainConfig(),
-             seeds=(0, 1, 2, 3, 4), quick_seeds=(0, 1, 2), tasks=_main_tasks,
-             description="E1: Uncon / Filter / Reject / HCD / RCD on avoid, geofence, free"),
+             seeds=(0, 1, 2, 3, 4), quick_seeds=(0, 1, 2), tasks=_main_tasks),
         Part("alpha", run_alpha, summarize_alpha, quick=AlphaConfig(episodes=100), full=AlphaConfig(),
-             seeds=(0, 1, 2), quick_seeds=(0, 1, 2), description="E2: RCD α sweep on avoid"),
+             seeds=(0, 1, 2), quick_seeds=(0, 1, 2)),
         Part("mismatch", run_mismatch, summarize_mismatch, quick=MismatchConfig(episodes=100),
-             full=MismatchConfig(), seeds=(0, 1, 2), quick_seeds=(0, 1, 2),
-             description="E3: dynamics mismatch (overshoot), HCD vs HCD-δ"),
+             full=MismatchConfig(), seeds=(0, 1, 2), quick_seeds=(0, 1, 2)),
         Part("exact", run_exact, summarize_exact, quick=ExactConfig(tables=10, reject_draws=5000),
-             full=ExactConfig(), seeds=(0,), quick_seeds=(0,),
-             description="E4: exact sequence laws vs Q on a 6×6 world"),
+             full=ExactConfig(), seeds=(0,), quick_seeds=(0,)),
         Part("scaling", run_scaling, summarize_scaling, quick=ScalingConfig(repeats=5, steps=100),
-             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,),
-             description="E5: decode overhead vs |A|, #zones, t"),
+             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,)),
     ],
 ))

@@ -12,7 +12,6 @@ numbers, O(t) per step).
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..core.device import resolve_device
+from ..core.io import atomic_file
 from ..core.validation import check_int, check_tensor
 from .data import N_TOKENS, OBS_DIM, T_MAX, cache_dir, cache_key
 
@@ -207,7 +207,17 @@ def train_bc(demos: list, seed: int, steps: int = 800, *, batch: int = 32, lr: f
         raise ValueError("demos must be a non-empty list")
     check_int(steps, "steps", min_value=1)
     device = resolve_device(device)
-    torch.manual_seed(seed)
+    # The caller's global generators are left as they were: seeding happens inside a fork.
+    forked = [device] if device.type == "cuda" and torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=forked):
+        torch.manual_seed(seed)
+        return _train_bc(demos, seed, steps, batch=batch, lr=lr, weight_decay=weight_decay,
+                         label_smoothing=label_smoothing, action_dropout=action_dropout,
+                         history_dropout=history_dropout, warmup=warmup, device=device, **model_kw)
+
+
+def _train_bc(demos, seed, steps, *, batch, lr, weight_decay, label_smoothing, action_dropout,
+              history_dropout, warmup, device, **model_kw) -> NavTransformer:
     rng = np.random.default_rng(seed)
     model = NavTransformer(obs_dim=demos[0].obs.shape[1], **model_kw).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -243,7 +253,7 @@ def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int, device="cpu",
     """Load the policy for ``(demo_key, seed, steps, train_kw)`` from the cache, or train and store it.
 
     ``demo_fn()`` produces the demonstrations (called only on a cache miss). Writes are
-    atomic (temporary file + rename), so parallel jobs never read half a file. The policy is
+    atomic (:func:`icml26.core.io.atomic_file`), so parallel jobs never read half a file. The policy is
     trained on and returned on ``device``; a non-CPU device keys its own cache entry (another
     device's kernels and RNG train other weights), the CPU key is unchanged.
     """
@@ -259,9 +269,8 @@ def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int, device="cpu",
         model.load_state_dict(torch.load(path, weights_only=True, map_location="cpu"))
         return model.to(device).eval()
     model = train_bc(demo_fn(), seed=seed, steps=steps, device=device, **train_kw)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(model.state_dict(), tmp)
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        torch.save(model.state_dict(), tmp)
     return model
 
 

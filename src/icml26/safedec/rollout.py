@@ -6,13 +6,11 @@ Every decoder sees the same maps, starts, goals and per-step uniforms ``u_t`` (s
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
-from contextlib import contextmanager
 
 import numpy as np
 import torch
+from filelock import FileLock
 
 from .baselines import FilterDecoder, RejectionDecoder, UnconstrainedDecoder
 from .data import (INACTIVE, ROT_L, T_MAX, WorldConfig, LatticeNavEnv, cache_dir, load_or_make_demos,
@@ -55,15 +53,9 @@ def uniforms_for(seed: int, n: int, split: str = "test") -> np.ndarray:
     return np.stack([np.random.default_rng([seed, k, tag]).random((T_MAX, N_UNIFORMS)) for k in range(n)])
 
 
-@contextmanager
-def _file_lock(name: str):
-    path = cache_dir() / f"{name}.lock"
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _file_lock(name: str) -> FileLock:
+    """A cross-process lock on ``name`` in the cache folder (:class:`filelock.FileLock`)."""
+    return FileLock(cache_dir() / f"{name}.lock")
 
 
 def policy_for(seed: int, *, n_demos: int = 2000, demo_seed: int = 12345, steps: int = 800,
@@ -78,10 +70,34 @@ def policy_for(seed: int, *, n_demos: int = 2000, demo_seed: int = 12345, steps:
         return load_or_train(demos, key, seed, steps, device=device, **train_kw)
 
 
+class UniformSafeDecoder:
+    """HCD's safe set with a uniform draw inside it: the policy's probabilities are ignored.
+
+    A random-restriction stand-in (the experiment's negative control, not a method of the
+    paper): it masks exactly the tokens HCD masks, so it satisfies the specification whenever
+    HCD does, but it keeps none of the policy's preferences among the safe tokens.
+    """
+
+    def __init__(self, spec, dynamics, fallback_token: int = ROT_L):
+        self.inner = SafeDecoder(None, spec, dynamics, mode="hcd", fallback_token=fallback_token)
+
+    def reset(self) -> "UniformSafeDecoder":
+        self.inner.reset()
+        return self
+
+    def decode(self, logits, states, u=None):
+        return self.inner.decode(torch.zeros_like(logits), states, u)
+
+
 def make_decoder(name: str, spec, dynamics, *, alpha: float = 5.0, beta: float = 2.0,
                  r_clip: float = 1.0, delta: float = 0.0, greedy: bool = False, seed: int = 0):
-    """Decoder by short name: ``uncon``, ``filter``, ``reject``, ``hcd``, ``hcd_delta``, ``rcd``."""
+    """Decoder by short name: ``uncon``, ``filter``, ``reject``, ``hcd``, ``hcd_delta``, ``rcd``,
+    ``safe_uniform`` (:class:`UniformSafeDecoder`, a negative control)."""
     common = dict(greedy=greedy)
+    if name == "safe_uniform":
+        if greedy:
+            raise ValueError("safe_uniform draws uniformly and has no greedy mode")
+        return UniformSafeDecoder(spec, dynamics)
     if name == "uncon":
         return UnconstrainedDecoder(None, spec, dynamics, **common)
     if name == "filter":
