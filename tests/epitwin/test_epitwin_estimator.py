@@ -82,6 +82,15 @@ def test_static_functional_comes_from_training_only(data, fitted):
     assert F is fitted.functional_[key]
 
 
+def test_no_functional_prior_trains_no_functional_predictor(data):
+    X, montage = data
+    kw = dict(TINY, epochs=1, adversarial=False)
+    off = EpiTwin(**kw, use_functional=False).fit(X, montage)
+    assert off.functional_ == {} and off._functional(None, None, None, None) is None
+    on = EpiTwin(**kw).fit(X, montage)
+    assert list(on.functional_) == [on._key(montage)]   # the prior is fitted only where it is used
+
+
 def test_dynamic_functional_uses_window_and_prediction(data):
     X, montage = data
     model = EpiTwin(**dict(TINY, epochs=1, adversarial=False, functional="dynamic")).fit(X, montage)

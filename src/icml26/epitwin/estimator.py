@@ -358,7 +358,8 @@ class _NeuralReconstructor(BaseReconstructor):
     def _fit_functional(self, patients):
         self.functional_ = {}
         self.f_predictor_ = FunctionalPredictor()
-        if self.functional == "none" or not getattr(self, "use_gfba", False):
+        if (self.functional == "none" or not getattr(self, "use_gfba", False)
+                or not getattr(self, "use_functional", True)):   # nothing would read it
             return
         feats, targets = [], []
         device = self._device()
