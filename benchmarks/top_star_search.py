@@ -49,7 +49,7 @@ import numpy as np
 import torch
 
 from icml26.top.data import evaluate_star_graph
-from icml26.top.experiment import StarConfig, star_setup, train_step
+from icml26.top.experiment import StarConfig, make_scheduler, star_setup, train_step
 
 DEV_SEEDS = (100, 101)
 EVAL_EVERY = 250
@@ -110,6 +110,7 @@ def train(name: str, objective: str, seed: int, max_steps: int, stop_cross: bool
     tag = f"{name}_{objective}_seed{seed}"
     ckpt = os.path.join(OUT, tag + ".ckpt")
     train_set, test, curve_set, model, opt = star_setup(config, graph, objective, seed)
+    scheduler = make_scheduler(opt, max_steps, config)
     labels_all, lookahead_all = train_set.hf_labels()
     rng = np.random.default_rng(seed)
     order, cursor, start, curve, cpu = rng.permutation(len(train_set)), 0, 0, [], 0.0
@@ -135,7 +136,7 @@ def train(name: str, objective: str, seed: int, max_steps: int, stop_cross: bool
                 b = torch.as_tensor(order[cursor : cursor + config.batch_size])
                 cursor += config.batch_size
                 train_step(model, opt, objective, (train_set.input_ids[b], labels_all[b],
-                                                   lookahead_all[b]), step, max_steps, config)
+                                                   lookahead_all[b]), scheduler, config)
                 step += 1
             cpu += time.process_time() - c0
             ev = evaluate_star_graph(model, curve_set)

@@ -81,3 +81,26 @@ def test_a_padded_attention_mask_is_refused_not_ignored():
         model(ids, attention_mask=mask)
     with pytest.raises(ValueError, match="attention_mask has padding"):
         build_model("mtp", CONFIG)(ids, attention_mask=mask)
+
+
+def test_warmup_cosine_scheduler_gives_the_closed_form_lr_at_every_step_and_on_resume():
+    """The torch scheduler sets exactly lr_at(step) (the same floats the recorded runs used),
+    fresh and when a run resumes at a later step."""
+    import torch
+
+    from icml26.top.experiment import WarmupCosineLR, lr_at
+
+    def run(start, steps=60):
+        opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))], lr=3e-3)
+        sched = WarmupCosineLR(opt, total=steps, warmup=7, min_lr=2e-4, start=start)
+        seen = []
+        for _ in range(start, steps):
+            seen.append(opt.param_groups[0]["lr"])
+            opt.step()
+            sched.step()
+        return seen
+
+    fresh = run(0)
+    assert fresh == [lr_at(s, 60, 3e-3, 7, 2e-4) for s in range(60)]   # bit for bit
+    assert run(25) == fresh[25:]
+    assert fresh[6] == 3e-3 and fresh[-1] > 2e-4 and fresh[0] < fresh[6]
