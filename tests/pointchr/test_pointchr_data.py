@@ -131,6 +131,14 @@ def test_classifier_fit_predict_clone_and_determinism():
     assert clone(clf).get_params()["variant"] == "chr"
 
 
+def test_classifier_fit_leaves_the_callers_torch_rng_untouched():
+    X, y, _, _ = make_fine_detail_dataset(n_per_class=3, n_points=48, families=("rounded_cube",), seed=1)
+    torch.manual_seed(1234)
+    state = torch.get_rng_state()
+    PointCHRClassifier(epochs=1, k=8, random_state=3).fit(X, y)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
 def test_classifier_bad_input_raises():
     X, y, _, _ = make_fine_detail_dataset(n_per_class=2, n_points=32, families=("rounded_cube",))
     with pytest.raises(ValueError, match="X must be 3-dimensional"):

@@ -9,13 +9,15 @@ with a fixed torch thread count and deterministic algorithms, so a seed gives th
 whatever the number of jobs or the caller's threads.
 
 ``A``        FineDetail-8 (N = 512), PointNet-lite vs + curvature feature vs + CHR vs + CHR with
-             shuffled κ, 5 paired seeds never used for any choice, sign tests; a positive control
-             (κ as an input feature); mechanism checks (Spearman(κ, ρ'), Einstein weights per seed).
-             The CHR gate follows the label-free rule pre-registered with part ``dev``;
-             ``--set gate_rule=spec`` gives the spec's literal a = 10, b = 0.2.
+             shuffled κ vs + curvature feature + CHR, 5 paired seeds never used for any choice;
+             paired means with a 90 % paired t interval (claims.toml holds the bars, kinds and
+             controls); a positive control (κ as an input feature), a world check (a logistic
+             regression on the κ histogram alone), mechanism checks (Spearman(κ, ρ'), Einstein
+             weights per seed). The CHR gate follows the label-free rule pre-registered with part
+             ``dev``; ``--set gate_rule=spec`` gives the spec's literal a = 10, b = 0.2.
 ``B``        unit / property checks of the maps, the midpoint and the curvature estimator.
 ``scaling``  forward CPU time in N: push + midpoint (linear), brute-force k-NN (quadratic), the
-             overhead of CHR on a PointNet-lite forward pass and where that time goes.
+             overhead of CHR on PointNet-lite and DGCNN-lite forward passes and where that time goes.
 ``dev``      (opt-in) the choice of the gate rule: candidate rules on a dev-validation split with
              dev seeds, never reported in A.
 ``coarse``   (opt-in) Coarse-4 control: CHR must not hurt when curvature carries no class signal.
@@ -33,41 +35,38 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import torch
+from scipy.stats import spearmanr
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from scipy.stats import spearmanr  # noqa: E402
+from icml26.core.cache import cache_root, cached_json
+from icml26.core.claims import Measurement
+from icml26.core.device import cpu_only, device_cache_key, job_device, to_numpy, uses_device
+from icml26.core.experiment import Experiment, Part, Result, register
+from icml26.core.figures import subplots
+from icml26.core.io import atomic_file
+from icml26.core.stats import format_mean_std, loglog_slope, paired_t_interval, sign_test, summary_table
+from icml26.core.validation import check_choice
 
-from icml26.core.cache import cache_root, cached_json  # noqa: E402
-from icml26.core.device import cpu_only, device_cache_key, job_device, to_numpy, uses_device  # noqa: E402
-from icml26.core.experiment import Claim, Experiment, Part, Result, register  # noqa: E402
-from icml26.core.validation import check_choice  # noqa: E402
-from icml26.core.stats import format_mean_std, loglog_slope, sign_test, summary_table  # noqa: E402
-
-from .baselines import shuffle_within_clouds  # noqa: E402
-from .chr import GATE_QUANTILES, CurvatureHyperbolicRectifier  # noqa: E402
-from .curvature import knn_indices, surface_variation  # noqa: E402
-from .data import make_coarse_dataset, make_fine_detail_dataset  # noqa: E402
-from .hyperbolic import PoincareOps  # noqa: E402
-from .train import (GATE_RULES, build_model, deterministic_torch, gate_init, predict_logits,  # noqa: E402
-                    train_classifier)
+from .baselines import shuffle_within_clouds
+from .chr import GATE_QUANTILES, CurvatureHyperbolicRectifier
+from .curvature import knn_indices, surface_variation
+from .data import make_coarse_dataset, make_fine_detail_dataset
+from .hyperbolic import PoincareOps
+from .train import GATE_RULES, build_model, deterministic_torch, gate_init, predict_logits, train_classifier
 
 VARIANT_LABELS = {"base": "PointNet-lite", "curv": "+ curvature feature", "chr": "+ CHR (pool)",
-                  "chr_shuffled": "+ CHR, shuffled κ", "hycore": "HyCoRe-lite",
+                  "chr_shuffled": "+ CHR, shuffled κ", "chr_curv": "+ curvature feature + CHR", "hycore": "HyCoRe-lite",
                   "dgcnn_base": "DGCNN-lite", "dgcnn_chr": "DGCNN-lite + CHR"}
-CHR_VARIANTS = ("chr", "chr_shuffled")
-PAPER = "PointCHR improves backbones on fine-grained detail (abstract; no numbers retrievable)"
+CHR_VARIANTS = ("chr", "chr_shuffled", "chr_curv")
 # The test split is generated with data_seed + this. It was 1000 before; a = 40 had been tried
 # on that split (seeds 0-2) before any gate rule was chosen, so part A reports on a fresh split
 # that nobody has looked at (changed before any run on it).
 TEST_SEED_OFFSET = 3000
 DEV_SEED_OFFSET = 2000      # the dev-validation split (gate-rule choice only) with data_seed + this
 JOB_CACHE_VERSION = 2       # bump when training/evaluation code changes (invalidates stored jobs)
-JOB_CACHE = str(cache_root("pointchr", "jobs"))
+JOB_CACHE = "default"        # cache_dir sentinel: resolved to the icml26 cache when the job runs
 REPORT_SEEDS = (10, 11, 12, 13, 14)   # never used to choose anything (seeds 0-2 were looked at)
 DEV_SEEDS = (100, 101, 102, 103)      # used only by part "dev" to choose the gate rule; never reported
 # (4 dev seeds: chosen from the cost of one job, ≈ 28 CPU s, before any dev result was seen)
@@ -77,15 +76,17 @@ DEV_GATE_CANDIDATES = ((0.5, 0.9), (0.6, 0.8), (0.7, 0.95), "spec")
 # The selection criterion, written down before the dev run: the candidate with the highest mean
 # dev-validation OA of CHR over DEV_SEEDS; exact ties go to the first candidate in the order above.
 DEV_SELECTION = "highest mean dev-validation OA of CHR over the dev seeds; ties: first in candidate order"
-POSITIVE_CONTROL_BAR = 1.0  # points: OA(curvature feature) − OA(backbone) must show κ carries signal
+# Paired intervals over the 5 report seeds: Student t (a bootstrap over 5 values is about
+# [min, max] and too narrow), two-sided 90 %, i.e. the one-sided 5 % test of a ">=" bar.
+INTERVAL_LEVEL = 0.90
+KAPPA_HIST_BINS = 16        # the κ-histogram world check: bins of a per-cloud κ histogram on [0, 1]
 
 
 # -- data (generated once per process and cached on disk) --------------------------------------
 
 def _write_npz_atomic(path: str, **arrays) -> None:
-    tmp = path + f".tmp{os.getpid()}.npz"
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp, open(tmp, "wb") as handle:
+        np.savez_compressed(handle, **arrays)
 
 
 @functools.lru_cache(maxsize=8)
@@ -123,7 +124,8 @@ class CompareConfig:
     """
 
     tasks: tuple = (("finedetail8", "pointnet", "base"), ("finedetail8", "pointnet", "curv"),
-                    ("finedetail8", "pointnet", "chr"), ("finedetail8", "pointnet", "chr_shuffled"))
+                    ("finedetail8", "pointnet", "chr"), ("finedetail8", "pointnet", "chr_shuffled"),
+                    ("finedetail8", "pointnet", "chr_curv"))
     n_train_per_class: int = 100
     n_test_per_class: int = 100
     n_points: int = 512
@@ -139,7 +141,8 @@ class CompareConfig:
     gate_quantiles: tuple = GATE_QUANTILES
     eval_split: str = "test"
     threads: int = 1              # torch threads inside a job (fixed: the numbers depend on it)
-    cache_dir: str = ""           # non-empty: store each job's metrics there (resumable runs)
+    cache_dir: str = ""           # non-empty: store each job's metrics there (resumable runs);
+    #                               "default": the icml26 cache (pointchr/jobs), resolved when the job runs
 
 
 def compare_tasks(config: CompareConfig) -> list:
@@ -180,7 +183,8 @@ def _cached(config: CompareConfig, seed: int, task: dict, compute):
         key.append({"test_seed_offset": TEST_SEED_OFFSET})
     if device_cache_key():                       # another device's results are kept apart
         key.append(device_cache_key())
-    return cached_json(config.cache_dir, f"job_seed{seed}", key, compute)
+    folder = str(cache_root("pointchr", "jobs")) if config.cache_dir == "default" else config.cache_dir
+    return cached_json(folder, f"job_seed{seed}", key, compute)
 
 
 def _mechanism(kappa: np.ndarray, detail: np.ndarray, extra: dict) -> dict:
@@ -271,30 +275,53 @@ def _paired(frame: pd.DataFrame, dataset: str, a: str, b: str) -> tuple[float, l
     return float(diff.mean()) if len(diff) else float("nan"), diff.round(2).tolist(), len(diff) == len(sub)
 
 
-def _paired_claim(frame, dataset: str, label: str, a: str, b: str, bar: float, n_seeds: int,
-                  paper: str, blocked: str = "") -> Claim:
-    """A paired-mean claim with the per-seed differences and a sign test in its note; INCOMPLETE
-    when a variant is missing for some seed, or when ``blocked`` (the positive control failed) is
-    set and the claim did not pass: a failure in a world where κ shows no signal is uninformative,
-    a pass is still evidence."""
+def _paired_measurement(frame, dataset: str, a: str, b: str, blocked: str = "") -> Measurement:
+    """The paired mean over seeds of 100·(OA(a) − OA(b)) with its t interval (INTERVAL_LEVEL), the
+    per-seed differences and a sign test in the note; incomplete when a variant is missing for
+    some seed. ``blocked`` is kept in the note (the table's ``requires`` gates the verdict)."""
     mean, diffs, complete = _paired(frame, dataset, a, b)
     test = sign_test(diffs)
     ties = f" / {test['ties']} ties" if test["ties"] else ""
-    note = (f"per-seed differences {diffs}; sign test {test['wins']} wins / {test['losses']} losses"
-            f"{ties}, one-sided p = {test['p']:.3f}")
+    lo, hi = paired_t_interval(diffs, INTERVAL_LEVEL)
+    note = (f"per-seed differences {diffs}; {100 * INTERVAL_LEVEL:.0f} % paired t interval "
+            f"[{lo:+.2f}, {hi:+.2f}] (half-width {(hi - lo) / 2:.2f}); sign test {test['wins']} wins / "
+            f"{test['losses']} losses{ties}, one-sided p = {test['p']:.3f}")
     if blocked:
         note += f"; {blocked}"
-    claim = Claim.at_least(f"{label}, paired mean over {n_seeds} seeds (points)", mean, bar,
-                           paper=paper, note=note)
-    claim.incomplete = not complete or (bool(blocked) and not claim.passed)
-    return Claim(**{**claim.__dict__})
+    missing = "" if complete and diffs else f"{a} or {b} is missing for some seed"
+    return Measurement(mean, interval=(lo, hi) if len(diffs) >= 2 else None, incomplete=missing, note=note)
+
+
+def kappa_histogram_accuracy(config, seed: int = 0) -> float:
+    """Test OA of a logistic regression on each cloud's κ histogram alone (no coordinates).
+
+    A world check: how much of the class signal the curvature distribution carries by itself.
+    Trained on the training split, scored on the test split of ``config``'s data.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    def hist(kappa):
+        edges = np.linspace(0.0, 1.0, KAPPA_HIST_BINS + 1)      # κ is normalised to [0, 1]
+        return np.stack([np.histogram(row, edges)[0] / row.size for row in kappa.numpy()])
+
+    common = (config.n_points, config.jitter)
+    _, y_tr, _, k_tr, _ = _dataset("finedetail8", config.n_train_per_class, *common, config.data_seed, config.k)
+    _, y_te, _, k_te, _ = _dataset("finedetail8", config.n_test_per_class, *common,
+                                   config.data_seed + TEST_SEED_OFFSET, config.k)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
+    model.fit(hist(k_tr), y_tr.numpy())
+    return float((model.predict(hist(k_te)) == y_te.numpy()).mean())
 
 
 def _cloud_figure(job, x_te: np.ndarray, names_title: str):
     """The first test cloud coloured by κ beside its rectified radii, and ρ' against κ."""
     kappa = np.asarray(job.metrics["example_cloud_kappa"])
     radius = np.asarray(job.metrics["example_cloud_radius"])
-    fig = plt.figure(figsize=(12, 3.8))
+    fig, axes = subplots(1, 3, figsize=(12, 3.8))
+    for ax in axes[:2]:
+        ax.remove()
     for i, (values, label) in enumerate(((kappa, "curvature κ"), (radius, "rectified radius ρ'"))):
         ax = fig.add_subplot(1, 3, i + 1, projection="3d")
         sc = ax.scatter(x_te[:, 0], x_te[:, 1], x_te[:, 2], c=values, s=4, cmap="viridis")
@@ -303,7 +330,7 @@ def _cloud_figure(job, x_te: np.ndarray, names_title: str):
         ax.set_zlabel("z")
         ax.set_title(label)
         fig.colorbar(sc, ax=ax, shrink=0.6, pad=0.15)
-    ax = fig.add_subplot(1, 3, 3)
+    ax = axes[2]
     ax.scatter(kappa, radius, s=4)
     ax.set_xlabel("curvature κ")
     ax.set_ylabel("rectified hyperbolic radius ρ'")
@@ -316,7 +343,7 @@ def _oa_figure(frame: pd.DataFrame, dataset: str):
     sub = frame[frame.dataset == dataset].pivot_table(index="seed", columns="method", values="oa")
     order = [m for m in VARIANT_LABELS.values() if m in sub.columns]
     order += [m for m in sub.columns if m not in order]
-    fig, ax = plt.subplots(figsize=(1.3 * len(order) + 2, 3.6))
+    fig, ax = subplots(figsize=(1.3 * len(order) + 2, 3.6))
     xs = np.arange(len(order))
     for seed, row in sub[order].iterrows():
         ax.plot(xs, 100 * row.values, "o-", color="grey", alpha=0.6, lw=1)
@@ -332,7 +359,7 @@ def _oa_figure(frame: pd.DataFrame, dataset: str):
 
 def _curve_figure(jobs):
     """Training loss per epoch, mean over seeds for each variant (thin lines: single seeds)."""
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    fig, ax = subplots(figsize=(5.2, 3.6))
     curves: dict = {}
     for j in jobs:
         if j.metrics.get("train_loss"):
@@ -361,7 +388,7 @@ def _mechanism_table(frame: pd.DataFrame) -> pd.DataFrame:
 def summarize_compare(jobs, config: CompareConfig) -> Result:
     frame = _frame(jobs)
     metrics = [m for m in ("oa", "macc", "oa_cube", "oa_gear", "oa_box") if m in frame.columns]
-    tables, figures, claims, notes = {}, {}, [], []
+    tables, figures, measurements, notes = {}, {}, {}, []
     tables["accuracy (mean ± std over seeds)"] = summary_table(
         frame.to_dict("records"), by=["dataset", "method"], metrics=metrics)
     per_seed = frame.pivot_table(index=["dataset", "method"], columns="seed", values="oa") * 100
@@ -375,35 +402,33 @@ def summarize_compare(jobs, config: CompareConfig) -> Result:
             "the pre-registered rule: gate 0.1 → 0.9 between the training-κ quantiles "
             f"{config.gate_quantiles[0]:g} and {config.gate_quantiles[1]:g}")
     if (frame.dataset == "finedetail8").any() and config.eval_split == "test":
-        control = _paired_claim(frame, "finedetail8", "FineDetail-8 positive control: OA(curvature feature) "
-                                "− OA(backbone)", curv, base, POSITIVE_CONTROL_BAR, n_seeds,
-                                paper="κ carries class signal here (the world can show a curvature gain)")
-        blocked = "" if control.passed or control.incomplete else (
-            "the positive control failed (κ as a feature shows no gain), so a failure here is "
-            "INCOMPLETE, not FAIL")
-        if control.measured == control.measured:     # the curvature-feature variant ran
-            claims.append(control)
-        for label, other, bar in (("(i) OA(CHR) − OA(backbone)", base, 1.0),
-                                  ("(ii) OA(CHR) − OA(shuffled κ)", shuf, 1.0)):
-            claims.append(_paired_claim(frame, "finedetail8", f"FineDetail-8 {label}", chr_, other, bar,
-                                        n_seeds, PAPER, blocked))
-        claims.append(_paired_claim(frame, "finedetail8", "FineDetail-8 (iii) OA(CHR) − OA(curvature "
-                                    "feature)", chr_, curv, -2.0, n_seeds, PAPER))
-        mean_cf, diffs_cf, _ = _paired(frame, "finedetail8", chr_, curv)
+        fd = "finedetail8"
+        measurements["curv_gain"] = _paired_measurement(frame, fd, curv, base)
+        measurements["chr_gain"] = _paired_measurement(frame, fd, chr_, base)
+        measurements["chr_shuffled_gain"] = _paired_measurement(frame, fd, shuf, base)
+        measurements["chr_vs_shuffled"] = _paired_measurement(frame, fd, chr_, shuf)
+        measurements["base_vs_shuffled"] = _paired_measurement(frame, fd, base, shuf)
+        measurements["chr_vs_curv"] = _paired_measurement(frame, fd, chr_, curv)
+        chr_curv = VARIANT_LABELS["chr_curv"]
+        if chr_curv in set(frame.method):
+            measurements["chr_curv_vs_curv"] = _paired_measurement(frame, fd, chr_curv, curv)
+        if config.n_train_per_class >= 20:        # the quick run's data is too small to mean anything
+            measurements["kappa_hist_oa"] = Measurement(
+                kappa_histogram_accuracy(config), note=f"logistic regression on a {KAPPA_HIST_BINS}-bin "
+                "κ histogram per cloud (no coordinates); chance 0.125")
+        mean_cf, diffs_cf, _ = _paired(frame, fd, chr_, curv)
         if diffs_cf:
             notes.append(f"Hyperbolic push vs plain curvature feature on FineDetail-8: "
                          f"{mean_cf:+.2f} points (per seed {diffs_cf}); the push "
                          f"{'beats' if mean_cf > 0 else 'does not beat'} the curvature feature.")
         mech = frame[(frame.dataset == "finedetail8") & (frame.method == chr_)]
         if "spearman_kappa_radius" in mech and len(mech):
-            claims.append(Claim.at_least("(v) mechanism: Spearman(κ, ρ') on test clouds, mean over seeds",
-                                         float(mech.spearman_kappa_radius.mean()), 0.5, paper=PAPER,
-                                         note=format_mean_std(mech.spearman_kappa_radius)))
-            claims.append(Claim.at_least(
-                "(v) mechanism: mean Einstein weight of detail / non-detail points",
-                float(mech.detail_weight_ratio.mean()), 2.0, paper=PAPER,
+            measurements["spearman_kappa_radius"] = Measurement(
+                float(mech.spearman_kappa_radius.mean()), note=format_mean_std(mech.spearman_kappa_radius))
+            measurements["detail_weight_ratio"] = Measurement(
+                float(mech.detail_weight_ratio.mean()),
                 note=f"{format_mean_std(mech.detail_weight_ratio)}; per seed "
-                     f"{mech.sort_values('seed').detail_weight_ratio.round(2).tolist()}"))
+                     f"{mech.sort_values('seed').detail_weight_ratio.round(2).tolist()}")
         figures["FineDetail-8 OA per variant"] = _oa_figure(frame, "finedetail8")
         example = [j for j in jobs if j.metrics.get("variant") == "chr" and j.metrics.get(
             "dataset") == "finedetail8" and j.metrics.get("backbone") == "pointnet"
@@ -423,19 +448,19 @@ def summarize_compare(jobs, config: CompareConfig) -> Result:
                              f"{other}: {mean:+.2f} points (per seed {diffs}; sign test "
                              f"p = {sign_test(diffs)['p']:.3f}).")
     if (frame.dataset == "coarse4").any():
-        claims.append(_paired_claim(frame, "coarse4", "Coarse-4 (iv) OA(CHR) − OA(backbone)", chr_, base,
-                                    -1.5, n_seeds, "CHR is a plug-in that does not hurt coarse shapes"))
+        measurements["coarse_chr_gain"] = _paired_measurement(frame, "coarse4", chr_, base)
         figures["Coarse-4 OA per variant"] = _oa_figure(frame, "coarse4")
     if any(j.metrics.get("train_loss") for j in jobs):
         figures["training curves"] = _curve_figure(jobs)
     notes.append(f"CHR gate: {gate}; a and b stay learnable (learned values per seed in the mechanism "
-                 "table). Claims (i)-(iii) are paired means with a one-sided sign test in the note.")
+                 "table). Claims (i)-(iii) are paired means over seeds with a paired t interval; the per-seed "
+                 "differences and a one-sided sign test are in the notes.")
     notes.append(f"Paired seeds: every variant of a seed shares the data (data_seed={config.data_seed}) "
                  f"and the torch seed; {config.epochs} epochs, N={config.n_points}, "
                  f"{config.n_train_per_class}/{config.n_test_per_class} train/"
                  f"{'test' if config.eval_split == 'test' else 'dev-validation'} clouds per class; "
                  f"{config.threads} torch thread(s) per job, deterministic algorithms.")
-    return Result(tables=tables, figures=figures, claims=claims, notes=notes)
+    return Result(tables=tables, figures=figures, measurements=measurements, notes=notes)
 
 
 def summarize_dev(jobs, config: CompareConfig) -> Result:
@@ -451,17 +476,16 @@ def summarize_dev(jobs, config: CompareConfig) -> Result:
     registered = "spec" if config.gate_rule == "spec" else _gate_name(config.gate_quantiles)
     table = sub.round(2).reset_index()
     mech = _mechanism_table(frame)
-    claims = [Claim(name="dev: the registered gate rule is the dev-validation winner", paper=(
-        "label-free gate rule chosen on a dev split before any test run"),
-        measured=winner_gate, bar=f"= {registered}", passed=winner_gate == registered,
-        note=f"selection: {DEV_SELECTION}; mean dev-validation OA over dev seeds "
+    measurements = {"registered_is_winner": Measurement(
+        winner_gate == registered,
+        note=f"winner {winner_gate}, registered {registered}; selection: {DEV_SELECTION}; mean dev-validation OA over dev seeds "
              f"{sorted(frame.seed.unique().tolist())}: "
-             + ", ".join(f"{m}: {v:.2f}" for m, v in sub["mean"].items()))]
+             + ", ".join(f"{m}: {v:.2f}" for m, v in sub["mean"].items()))}
     return Result(tables={"dev-validation OA (%) per candidate gate and dev seed": table,
                           "dev mechanism per seed": mech},
                   figures={"dev: OA per candidate gate": _oa_figure(frame.assign(dataset="dev"), "dev"),
                            "dev: training curves": _curve_figure(jobs)},
-                  claims=claims,
+                  measurements=measurements,
                   notes=[f"Candidates, written down before the dev run: {list(DEV_GATE_CANDIDATES)}; "
                          f"{config.n_train_per_class} training clouds per class (the training set), "
                          f"{config.n_test_per_class} dev-validation clouds per class generated with "
@@ -555,31 +579,8 @@ def summarize_properties(jobs, config: PropertyConfig) -> Result:
     m = {k: max(j.metrics[k] for j in jobs) for k in jobs[0].metrics}
     m["radius_min_step_in_kappa"] = min(j.metrics["radius_min_step_in_kappa"] for j in jobs)
     m["kappa_cube_corner"] = min(j.metrics["kappa_cube_corner"] for j in jobs)
-    textbook = "textbook identity"
-    claims = [
-        Claim.at_most(f"B exp0/log0 round trip, float32, |v| ≤ {config.t_max:g} (max abs error)",
-                      m["roundtrip_max_abs_error_float32"], 1e-5, paper=textbook),
-        Claim.at_most("B exp0/log0 agree with geoopt PoincareBall(c=0.7) (float64)",
-                      m["geoopt_max_abs_diff_float64"], 1e-10, paper=textbook),
-        Claim.at_most("B exp0 agrees with the direct tanh formula (float64)",
-                      m["direct_formula_max_abs_diff_float64"], 1e-10, paper=textbook),
-        Claim.at_least("B rectified radius non-decreasing in κ (min step)", m["radius_min_step_in_kappa"],
-                       0.0, paper="high-curvature points pushed further towards the boundary"),
-        Claim.at_most("B Einstein midpoint of identical points = that point", m["midpoint_identical_error"],
-                      1e-10, paper=textbook),
-        Claim.at_most("B Einstein midpoint invariant to point order", m["midpoint_order_error"], 1e-10,
-                      paper=textbook),
-        Claim.at_most("B curvature on a plane (max κ)", m["kappa_plane_max"], 1e-6,
-                      paper="surface variation is 0 on planes"),
-        Claim.at_least("B curvature at a cube corner", m["kappa_cube_corner"], 0.3,
-                       paper="large at corners"),
-        Claim.at_most("B curvature invariant to rotation + translation (max |Δκ|)",
-                      m["kappa_rotation_max_diff"], 1e-4, paper="rotation-invariant"),
-        Claim.at_most("B curvature invariant to uniform scaling (max |Δκ|)", m["kappa_scale_max_diff"],
-                      1e-4, paper="scale-invariant"),
-    ]
     table = pd.DataFrame({"check": list(m), "value": list(m.values())})
-    fig, ax = plt.subplots(figsize=(4.5, 3.4))
+    fig, ax = subplots(figsize=(4.5, 3.4))
     t = np.linspace(0, config.t_max, 200)
     for c in (0.5, 1.0, 2.0):
         x = PoincareOps.expmap0(torch.tensor(t)[:, None], c).squeeze(1).numpy()
@@ -590,7 +591,7 @@ def summarize_properties(jobs, config: PropertyConfig) -> Result:
     ax.set_title("exp₀ saturates towards the boundary")
     fig.tight_layout()
     return Result(tables={"property checks": table}, figures={"exp0 radius vs tangent norm": fig},
-                  claims=claims)
+                  measurements=dict(m))
 
 
 # -- scaling ------------------------------------------------------------------------------------
@@ -661,7 +662,11 @@ def measure_scaling(config: ScalingConfig, seed: int = 0) -> dict:
         with_proj = build_model("chr", 8, k=config.k, hyp_dim=config.projection_dim).eval()
         feats = torch.relu(torch.randn(config.batch, config.overhead_points, config.dim, generator=gen))
         projection = torch.nn.Linear(config.dim, config.projection_dim).eval()
+        dgcnn = build_model("base", 8, "dgcnn", k=config.k).eval()
+        dgcnn_chr = build_model("chr", 8, "dgcnn", k=config.k, hyp_dim=config.hyp_dim).eval()
         timed = cpu_seconds_interleaved({
+            "dgcnn_s": lambda: dgcnn(xyz),
+            "dgcnn_chr_s": lambda: dgcnn_chr(xyz, kappa),
             "pointnet_s": lambda: base(xyz),
             "pointnet_chr_s": lambda: with_chr(xyz, kappa),
             "pointnet_chr_projection_s": lambda: with_proj(xyz, kappa),
@@ -685,22 +690,22 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
     base = m["pointnet_s"]
     n_range = f"N {int(sizes[0])}..{int(sizes[-1])}, B={config.batch}"
     proj = f"no projection (hyp_dim={config.hyp_dim})" if config.hyp_dim is None else f"hyp_dim={config.hyp_dim}"
-    claims = [
-        Claim.at_most(f"scaling: push + midpoint CPU-time log-log slope ({n_range})",
-                      slopes["push_midpoint_s"], 1.15, paper="rectification and midpoint O(N·D)"),
-        Claim.at_most(f"scaling: brute-force k-NN CPU-time log-log slope ({n_range})", slopes["knn_s"],
-                      2.15, paper="brute-force k-NN O(N²)"),
-        Claim.at_most(f"overhead: PointNet-lite + CHR / PointNet-lite forward, κ precomputed, {proj} "
-                      f"(N={config.overhead_points})", m["pointnet_chr_s"] / base, 1.30,
-                      paper="expected overhead < 30 %",
-                      note=f"CPU time, one thread, median of {config.repeats} interleaved repeats; with "
-                           f"a {config.dim}→{config.projection_dim} projection before the push: "
-                           f"{m['pointnet_chr_projection_s'] / base:.2f}×"),
-        Claim.at_most(f"overhead: PointNet-lite + CHR incl. brute-force curvature / PointNet-lite "
-                      f"(N={config.overhead_points})", m["pointnet_chr_with_curvature_s"] / base, 1.30,
-                      paper="expected overhead < 30 %",
-                      note="curvature is O(N²) brute force; precomputed once per cloud in training"),
-    ]
+    timing = f"CPU time, one thread, median of {config.repeats} interleaved repeats, N={config.overhead_points}"
+    measurements = {
+        "push_midpoint_slope": Measurement(slopes["push_midpoint_s"], note=n_range),
+        "knn_slope": Measurement(slopes["knn_s"], note=n_range),
+        "overhead_pointnet": Measurement(
+            m["pointnet_chr_s"] / base,
+            note=f"{timing}, κ precomputed, {proj}; PointNet-lite is three pointwise matmuls and a max-pool, "
+                 f"so CHR's k-NN-free push + midpoint is large beside it; with a {config.dim}→"
+                 f"{config.projection_dim} projection: {m['pointnet_chr_projection_s'] / base:.2f}×"),
+        "overhead_pointnet_with_curvature": Measurement(
+            m["pointnet_chr_with_curvature_s"] / base,
+            note="curvature is O(N²) brute force; precomputed once per cloud in training"),
+        "overhead_dgcnn": Measurement(m["dgcnn_chr_s"] / m["dgcnn_s"],
+                                      note=f"{timing}, κ precomputed, {proj}; DGCNN-lite's forward "
+                                           f"{1e3 * m['dgcnn_s']:.0f} CPU ms"),
+    }
     table = frame.reset_index()
     table["n_points"] = table["n_points"].astype(object)
     table.loc[len(table)] = ["log-log slope", *[slopes[c] for c in frame.columns]]
@@ -713,8 +718,9 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
                            "pointnet_chr_projection_s"),
                           ("PointNet-lite + CHR incl. curvature", "pointnet_chr_with_curvature_s"),
                           (f"CHR module alone ({proj})", "chr_module_s"),
-                          (f"{config.dim}→{config.projection_dim} projection alone", "projection_only_s"))])
-    fig, ax = plt.subplots(figsize=(4.8, 3.6))
+                          (f"{config.dim}→{config.projection_dim} projection alone", "projection_only_s"),
+                          ("DGCNN-lite", "dgcnn_s"), (f"DGCNN-lite + CHR ({proj})", "dgcnn_chr_s"))])
+    fig, ax = subplots(figsize=(4.8, 3.6))
     for c in frame.columns:
         ax.loglog(sizes, frame[c], marker="o", label=f"{c} (slope {slopes[c]:.2f})")
     ax.set_xlabel("points per cloud N")
@@ -723,7 +729,7 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
     fig.tight_layout()
     return Result(tables={"forward CPU time (s, median of interleaved repeats)": table,
                           "where the forward time goes": where},
-                  figures={"CHR scaling in N": fig}, claims=claims,
+                  figures={"CHR scaling in N": fig}, measurements=measurements,
                   notes=[f"The {config.dim}→{config.projection_dim} projection alone costs "
                          f"{m['projection_only_s'] / base:.2f}× a PointNet-lite forward "
                          f"({config.batch * config.overhead_points}·{config.dim}·{config.projection_dim} "
@@ -739,53 +745,38 @@ COARSE_TASKS = (("coarse4", "pointnet", "base"), ("coarse4", "pointnet", "chr"))
 BACKBONE_TASKS = (*CompareConfig().tasks, (_FD, "dgcnn", "base"), (_FD, "dgcnn", "chr"),
                   (_FD, "pointnet", "hycore"))
 FULL_TASKS = ((_FD, "pointnet", "base"), (_FD, "pointnet", "curv"), (_FD, "pointnet", "chr"),
-              (_FD, "pointnet", "chr_shuffled"), (_FD, "pointnet", "hycore"),
+              (_FD, "pointnet", "chr_shuffled"), (_FD, "pointnet", "chr_curv"), (_FD, "pointnet", "hycore"),
               (_FD, "dgcnn", "base"), (_FD, "dgcnn", "chr"), *COARSE_TASKS)
 
 DEV_TASKS = tuple((_FD, "pointnet", "chr", gate) for gate in DEV_GATE_CANDIDATES)
 
 register(Experiment(
     slug="pointchr",
-    title="PointCHR: curvature-aware hyperbolic rectification for point cloud analysis",
     parts=[
         Part(name="A", run=run_compare, summarize=summarize_compare, tasks=compare_tasks,
              quick=CompareConfig(**_QUICK_COMPARE), full=CompareConfig(cache_dir=JOB_CACHE),
-             seeds=REPORT_SEEDS, quick_seeds=(0,),
-             description="FineDetail-8: PointNet-lite vs + curvature feature vs + CHR vs shuffled κ, "
-                         "5 paired seeds (--set gate_rule=spec: the spec's literal gate)"),
+             seeds=REPORT_SEEDS, quick_seeds=(0,)),
         Part(name="B", run=run_properties, summarize=summarize_properties,
-             quick=PropertyConfig(n_vectors=2000), full=PropertyConfig(), seeds=(0,), quick_seeds=(0,),
-             description="maps, midpoint and curvature properties"),
+             quick=PropertyConfig(n_vectors=2000), full=PropertyConfig(), seeds=(0,), quick_seeds=(0,)),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling,
              quick=ScalingConfig(sizes=(128, 256, 512), batch=2, overhead_points=256, repeats=3,
                                  min_seconds=0.01),
-             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,),
-             description="forward CPU time in N (push/midpoint linear, k-NN quadratic), CHR overhead"),
+             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,)),
         Part(name="dev", run=run_compare, summarize=summarize_dev, tasks=compare_tasks,
              quick=CompareConfig(tasks=DEV_TASKS, eval_split="dev", **_QUICK_COMPARE),
              full=CompareConfig(tasks=DEV_TASKS, eval_split="dev", cache_dir=JOB_CACHE),
-             seeds=DEV_SEEDS, quick_seeds=(DEV_SEEDS[0],), default=False,
-             description="(opt-in) choice of the gate rule on a dev-validation split and dev seeds"),
+             seeds=DEV_SEEDS, quick_seeds=(DEV_SEEDS[0],)),
         Part(name="coarse", run=run_compare, summarize=summarize_compare, tasks=compare_tasks,
              quick=CompareConfig(tasks=COARSE_TASKS, **_QUICK_COMPARE),
              full=CompareConfig(tasks=COARSE_TASKS, cache_dir=JOB_CACHE), seeds=REPORT_SEEDS,
-             quick_seeds=(0,), default=False, description="Coarse-4 control: CHR must not hurt (opt-in)"),
+             quick_seeds=(0,)),
         Part(name="backbones", run=run_compare, summarize=summarize_compare, tasks=compare_tasks,
              quick=CompareConfig(tasks=BACKBONE_TASKS, **_QUICK_COMPARE),
              full=CompareConfig(tasks=BACKBONE_TASKS, cache_dir=JOB_CACHE), seeds=REPORT_SEEDS,
-             quick_seeds=(0,), default=False,
-             description="part A + DGCNN-lite ± CHR and HyCoRe-lite at N=512 (opt-in; reuses A's stored jobs)"),
+             quick_seeds=(0,)),
         Part(name="full", run=run_compare, summarize=summarize_compare, tasks=compare_tasks,
              quick=CompareConfig(tasks=FULL_TASKS, **_QUICK_COMPARE),
              full=CompareConfig(tasks=FULL_TASKS, n_points=1024, cache_dir=JOB_CACHE),
-             seeds=REPORT_SEEDS, quick_seeds=(0,), default=False,
-             description="5 seeds, N=1024, + DGCNN-lite ± CHR, HyCoRe-lite, Coarse-4 (opt-in, resumable)"),
+             seeds=REPORT_SEEDS, quick_seeds=(0,)),
     ],
-    claims=["CHR raises a backbone's accuracy on fine-detail classes (FineDetail-8)",
-            "the gain comes from curvature guidance (shuffled κ loses it)",
-            "CHR does not hurt when curvature carries no class signal (Coarse-4)",
-            "high-curvature points get large hyperbolic radii and dominate the Einstein midpoint"],
-    reference="PointCHR: curvature-aware hyperbolic rectification for point cloud analysis. ICML 2026 "
-              "(authors not retrieved).",
-    headline="A/FineDetail-8 (i)",
 ))

@@ -71,7 +71,7 @@ def gate_init(rule: str, curvature=None, quantiles: tuple = GATE_QUANTILES) -> d
     gate = quantile_gate(curvature, *quantiles)
     return {"a_init": gate["a_init"], "b_init": gate["b_init"]}
 
-VARIANTS = ("base", "curv", "chr", "chr_shuffled", "hycore")
+VARIANTS = ("base", "curv", "chr", "chr_shuffled", "chr_curv", "hycore")
 BACKBONES = ("pointnet", "dgcnn", "pointnet2")
 
 
@@ -80,7 +80,8 @@ def build_model(variant: str, num_classes: int, backbone: str = "pointnet", k: i
     """The classifier for a comparison variant.
 
     ``base``: the backbone; ``curv``: + κ as a 4th input channel; ``chr``: + CHR;
-    ``chr_shuffled``: + CHR (the caller feeds κ permuted within each cloud); ``hycore``:
+    ``chr_shuffled``: + CHR (the caller feeds κ permuted within each cloud); ``chr_curv``: + κ as
+    a 4th input channel + CHR (the paper's component on top of the feature it uses); ``hycore``:
     HyCoRe-lite (backbone ignored; PointNet-lite encoder).
     """
     check_choice(variant, "variant", VARIANTS)
@@ -92,8 +93,8 @@ def build_model(variant: str, num_classes: int, backbone: str = "pointnet", k: i
             raise ValueError(f"backbone 'pointnet2' supports variant 'base' or 'chr', got {variant!r}")
         return PointNet2Lite(num_classes, use_chr=variant == "chr", hyp_dim=hyp_dim, k=k, **chr_kwargs)
     cls = PointNetLite if backbone == "pointnet" else DGCNNLite
-    return cls(num_classes, use_chr=variant in ("chr", "chr_shuffled"), chr_stage=chr_stage,
-               curvature_feature=variant == "curv", hyp_dim=hyp_dim, k=k, **chr_kwargs)
+    return cls(num_classes, use_chr=variant in ("chr", "chr_shuffled", "chr_curv"), chr_stage=chr_stage,
+               curvature_feature=variant in ("curv", "chr_curv"), hyp_dim=hyp_dim, k=k, **chr_kwargs)
 
 
 def _batches(n: int, batch_size: int, generator: torch.Generator | None):
