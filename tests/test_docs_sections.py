@@ -41,16 +41,6 @@ PENDING = {
     "fedssa.LocalStrategy",          # Examples, References
     "fedssa.GCFLStrategy",           # Examples, References
     "fedssa.History",                # Examples, References
-    # pointchr
-    "pointchr.CurvatureHyperbolicRectifier",  # References
-    "pointchr.CHR",                  # References
-    "pointchr.PoincareOps",          # References
-    "pointchr.PointNetLite",         # References
-    "pointchr.DGCNNLite",            # References
-    "pointchr.PointNet2Lite",        # References
-    "pointchr.HyCoReLite",           # References
-    "pointchr.EdgeConv",             # Examples, References
-    "pointchr.PointCloudSet",        # Examples, References
     # inverse_reweight
     "inverse_reweight.CNN1dNet",     # References
     "inverse_reweight.MLPNet",       # References

@@ -155,6 +155,13 @@ class CurvatureHyperbolicRectifier(nn.Module):
     times unit directions, which equals ``PoincareOps.expmap0`` / ``einstein_midpoint`` on the
     vectors (tested) at a fraction of the cost.
 
+    References
+    ----------
+    *PointCHR: curvature-aware hyperbolic rectification for point cloud analysis*, ICML 2026
+    (authors not retrievable; see the package README).
+    Ganea, Bécigneul & Hofmann, "Hyperbolic Neural Networks", NeurIPS 2018 (exp/log maps on the
+    Poincaré ball).
+
     Examples
     --------
     >>> import torch

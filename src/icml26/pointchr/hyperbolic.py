@@ -45,6 +45,12 @@ class PoincareOps:
     ``k = 2x / (1 + c|x|^2)``, back ``x = k / (1 + sqrt(1 - c|k|^2))``; Lorentz factor
     ``γ = 1 / sqrt(1 - c|k|^2)`` (equal to ``cosh d_c(0, x)``).
 
+    References
+    ----------
+    Ganea, Bécigneul & Hofmann, "Hyperbolic Neural Networks", NeurIPS 2018; Ungar, *A Gyrovector
+    Space Approach to Hyperbolic Geometry*, Morgan & Claypool 2009 (Möbius addition, Einstein
+    midpoint).
+
     Examples
     --------
     >>> import torch
