@@ -51,9 +51,6 @@ PENDING = {
     "pointchr.HyCoReLite",           # References
     "pointchr.EdgeConv",             # Examples, References
     "pointchr.PointCloudSet",        # Examples, References
-    # inverse_reweight
-    "inverse_reweight.CNN1dNet",     # References
-    "inverse_reweight.MLPNet",       # References
     # safedec
     "safedec.Formula",               # Examples, References
     "safedec.SafetyMonitor",         # References
@@ -68,11 +65,6 @@ PENDING = {
     "safedec.LatticeDynamics",       # References
     "safedec.LatticeNavEnv",         # References
     "safedec.NavTransformer",        # References
-    # projq
-    "projq.GroupQuantizer",          # References
-    "projq.ActivationStats",         # References
-    "projq.QuantizedModelReport",    # Examples, References
-    "projq.LayerReport",             # Examples, References
 }
 
 
