@@ -51,20 +51,6 @@ PENDING = {
     "pointchr.HyCoReLite",           # References
     "pointchr.EdgeConv",             # Examples, References
     "pointchr.PointCloudSet",        # Examples, References
-    # safedec
-    "safedec.Formula",               # Examples, References
-    "safedec.SafetyMonitor",         # References
-    "safedec.InfeasibleSpecError",   # Examples, References
-    "safedec.DynamicsModel",         # Examples, References
-    "safedec.SafeDecLogitsProcessor",  # References
-    "safedec.UnconstrainedDecoder",  # References
-    "safedec.FilterDecoder",         # Examples, References
-    "safedec.RejectionDecoder",      # Examples, References
-    "safedec.WorldConfig",           # Examples, References
-    "safedec.Episode",               # Examples, References
-    "safedec.LatticeDynamics",       # References
-    "safedec.LatticeNavEnv",         # References
-    "safedec.NavTransformer",        # References
 }
 
 
