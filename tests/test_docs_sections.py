@@ -26,21 +26,6 @@ METHODS = sorted(p.name for p in PACKAGE_ROOT.iterdir()
 # was added; each lacked the section(s) named in its comment. Remove an entry once its class has
 # both sections (test_pending_is_not_stale fails until you do); never add one.
 PENDING = {
-    # fedssa
-    "fedssa.ClientGraph",            # References
-    "fedssa.PolyFilter",             # References
-    "fedssa.FedSSANet",              # References
-    "fedssa.FedSSAConfig",           # Examples, References
-    "fedssa.GraphClient",            # Examples, References
-    "fedssa.FedSSAClient",           # References
-    "fedssa.FedSSAServer",           # References
-    "fedssa.FedSSAStrategy",         # Examples, References
-    "fedssa.FedSSANumPyClient",      # Examples, References
-    "fedssa.GraphNumPyClient",       # Examples, References
-    "fedssa.InProcessClientProxy",   # Examples, References
-    "fedssa.LocalStrategy",          # Examples, References
-    "fedssa.GCFLStrategy",           # Examples, References
-    "fedssa.History",                # Examples, References
     # pointchr
     "pointchr.CurvatureHyperbolicRectifier",  # References
     "pointchr.CHR",                  # References
