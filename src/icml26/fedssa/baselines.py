@@ -73,8 +73,8 @@ class LocalStrategy(_FitOnlyStrategy):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the Local baseline of its
-    comparisons: each client trains on its own subgraph only).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the Local baseline of its comparisons: each
+    client trains on its own subgraph only).
 
     Examples
     --------
@@ -134,10 +134,10 @@ class GCFLStrategy(_FitOnlyStrategy):
 
     References
     ----------
-    Xie, Ma, Xu, Yu, Zhao, "Federated Graph Classification over Non-IID Graphs" (GCFL),
-    NeurIPS 2021. Sattler, Müller, Samek, "Clustered Federated Learning: Model-Agnostic
-    Distributed Multitask Optimization Under Privacy Constraints", IEEE TNNLS 2021 (the
-    ``eps1`` / ``eps2`` split criterion).
+    Xie, Ma, Xu, Yu, Zhao, "Federated Graph Classification over Non-IID Graphs" (GCFL), NeurIPS
+    2021. Sattler, Müller, Samek, "Clustered Federated Learning: Model-Agnostic Distributed
+    Multitask Optimization Under Privacy Constraints", IEEE TNNLS 2021 (the ``eps1`` / ``eps2``
+    split criterion).
 
     Examples
     --------

@@ -145,8 +145,8 @@ class FedSSAConfig:
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the method's hyper-parameters;
-    FedProx's ``prox_mu`` and GCFL's ``gcfl_*`` configure the baselines).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the method's hyper-parameters; FedProx's
+    ``prox_mu`` and GCFL's ``gcfl_*`` configure the baselines).
 
     Examples
     --------
@@ -278,10 +278,10 @@ class GraphClient:
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the encoder + polynomial filter
-    + classifier backbone every compared method shares). McMahan, Moore, Ramage, Hampson,
-    Agüera y Arcas, "Communication-Efficient Learning of Deep Networks from Decentralized Data",
-    AISTATS 2017 (local training between FedAvg rounds).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the encoder + polynomial filter +
+    classifier backbone every compared method shares). McMahan, Moore, Ramage, Hampson, Agüera y
+    Arcas, "Communication-Efficient Learning of Deep Networks from Decentralized Data", AISTATS
+    2017 (local training between FedAvg rounds).
 
     Examples
     --------
@@ -445,8 +445,8 @@ class FedSSAClient(GraphClient):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the client side: local
-    filter, class-wise Gaussians, semantic and structural alignment).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the client side: local filter, class-wise
+    Gaussians, semantic and structural alignment).
 
     Examples
     --------
@@ -751,8 +751,8 @@ class FedSSAServer:
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the server side: semantic and
-    structural clustering, per-cluster aggregation, representatives).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the server side: semantic and structural
+    clustering, per-cluster aggregation, representatives).
 
     Examples
     --------

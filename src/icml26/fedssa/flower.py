@@ -90,10 +90,10 @@ class GraphNumPyClient(NumPyClient):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the backbone its baselines
-    share). Beutel et al., "Flower: A Friendly Federated Learning Research Framework",
-    arXiv:2007.14390. Arivazhagan et al., "Federated Learning with
-    Personalization Layers" (FedPer), arXiv:1912.00818 (``share="body"``).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the backbone its baselines share). Beutel
+    et al., "Flower: A Friendly Federated Learning Research Framework", arXiv:2007.14390.
+    Arivazhagan et al., "Federated Learning with Personalization Layers" (FedPer),
+    arXiv:1912.00818 (``share="body"``).
 
     Examples
     --------
@@ -150,9 +150,8 @@ class FedSSANumPyClient(NumPyClient):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589.
-    Beutel et al., "Flower: A Friendly Federated Learning Research Framework",
-    arXiv:2007.14390 (the ``NumPyClient`` interface).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589. Beutel et al., "Flower: A Friendly
+    Federated Learning Research Framework", arXiv:2007.14390 (the ``NumPyClient`` interface).
 
     Examples
     --------
@@ -231,9 +230,8 @@ class FedSSAStrategy(Strategy):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589.
-    Beutel et al., "Flower: A Friendly Federated Learning Research Framework",
-    arXiv:2007.14390 (the ``Strategy`` interface).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589. Beutel et al., "Flower: A Friendly
+    Federated Learning Research Framework", arXiv:2007.14390 (the ``Strategy`` interface).
 
     Examples
     --------
@@ -319,10 +317,9 @@ class InProcessClientProxy(ClientProxy):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (its federations run
-    in process). Beutel et al., "Flower: A Friendly Federated Learning Research Framework",
-    arXiv:2007.14390 (the ``ClientProxy`` interface the Flower server
-    drives).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (its federations run in process). Beutel et
+    al., "Flower: A Friendly Federated Learning Research Framework", arXiv:2007.14390 (the
+    ``ClientProxy`` interface the Flower server drives).
 
     Examples
     --------
@@ -332,7 +329,8 @@ class InProcessClientProxy(ClientProxy):
     >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
     >>> from flwr.common import GetParametersIns
     >>> from icml26.fedssa import GraphClient, GraphNumPyClient, InProcessClientProxy
-    >>> proxy = InProcessClientProxy("0", GraphNumPyClient(GraphClient(graphs[0], config, n_classes=5)))
+    >>> client = GraphNumPyClient(GraphClient(graphs[0], config, n_classes=5))
+    >>> proxy = InProcessClientProxy("0", client)
     >>> res = proxy.get_parameters(GetParametersIns(config={}), timeout=None, group_id=0)
     >>> proxy.cid, len(res.parameters.tensors)
     ('0', 13)

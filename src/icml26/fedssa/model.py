@@ -52,10 +52,10 @@ class PolyFilter(nn.Module):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the learnable spectral filter
-    whose coefficients carry a client's structural knowledge). Chien, Peng, Li, Milenkovic,
-    "Adaptive Universal Generalized PageRank Graph Neural Network" (GPR-GNN), ICLR 2021 (the
-    polynomial filter and its PPR initialisation).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the learnable spectral filter whose
+    coefficients carry a client's structural knowledge). Chien, Peng, Li, Milenkovic, "Adaptive
+    Universal Generalized PageRank Graph Neural Network" (GPR-GNN), ICLR 2021 (the polynomial
+    filter and its PPR initialisation).
 
     Examples
     --------
@@ -131,10 +131,10 @@ class FedSSANet(nn.Module):
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589. Chien, Peng, Li, Milenkovic,
-    "Adaptive Universal Generalized PageRank Graph Neural Network" (GPR-GNN), ICLR 2021 (the
-    filter). Kingma & Welling, "Auto-Encoding Variational Bayes", ICLR 2014 (the variational
-    encoder and reparameterised ``z``).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589. Chien, Peng, Li, Milenkovic, "Adaptive
+    Universal Generalized PageRank Graph Neural Network" (GPR-GNN), ICLR 2021 (the filter).
+    Kingma & Welling, "Auto-Encoding Variational Bayes", ICLR 2014 (the variational encoder and
+    reparameterised ``z``).
 
     Examples
     --------

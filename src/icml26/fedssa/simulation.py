@@ -52,8 +52,8 @@ class History:
     References
     ----------
     Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
-    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (its protocol: per client, the
-    test metric at the round of best validation metric, averaged over clients).
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (its protocol: per client, the test metric
+    at the round of best validation metric, averaged over clients).
 
     Examples
     --------

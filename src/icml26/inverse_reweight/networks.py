@@ -90,9 +90,10 @@ class CNN1dNet(_FeatureClassifier):
 
     References
     ----------
-    Greydanus & Kobak, "Scaling Down Deep Learning with MNIST-1D", ICML 2024 (the benchmark
-    this network is sized for). Wang, Tong, Xie, Gao. "Rethinking Loss Reweighting for Imbalance Learning as an Inverse
-    Problem: A Neural Collapse Point of View", ICML 2026, arXiv:2605.10047 (its MNIST-1D experiment).
+    Greydanus & Kobak, "Scaling Down Deep Learning with MNIST-1D", ICML 2024 (the benchmark this
+    network is sized for). Wang, Tong, Xie, Gao. "Rethinking Loss Reweighting for Imbalance
+    Learning as an Inverse Problem: A Neural Collapse Point of View", ICML 2026,
+    arXiv:2605.10047 (its MNIST-1D experiment).
 
     Examples
     --------
@@ -125,9 +126,9 @@ class MLPNet(_FeatureClassifier):
     References
     ----------
     Wang, Tong, Xie, Gao. "Rethinking Loss Reweighting for Imbalance Learning as an Inverse
-    Problem: A Neural Collapse Point of View", ICML 2026, arXiv:2605.10047
-    (the MLP is this reproduction's small network for synthetic / tabular features; the cosine
-    head follows the paper's official code).
+    Problem: A Neural Collapse Point of View", ICML 2026, arXiv:2605.10047 (the MLP is this
+    reproduction's small network for synthetic / tabular features; the cosine head follows the
+    paper's official code).
 
     Examples
     --------

@@ -57,8 +57,8 @@ class LayerReport:
     References
     ----------
     Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ: Project-and-Quantize for Adapter-Aware LLM
-    Compression", ICML 2026, arXiv:2606.00494 (the per-layer
-    quantized weight and Phase-2 adapters it reports).
+    Compression", ICML 2026, arXiv:2606.00494 (the per-layer quantized weight and Phase-2
+    adapters it reports).
 
     Examples
     --------

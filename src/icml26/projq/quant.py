@@ -96,8 +96,9 @@ class GroupQuantizer:
     Frantar, Ashkboos, Hoefler, Alistarh, "GPTQ: Accurate Post-Training Quantization for
     Generative Pre-trained Transformers", ICLR 2023 (the asymmetric min-max group grid).
     Dettmers, Pagnoni, Holtzman, Zettlemoyer, "QLoRA: Efficient Finetuning of Quantized LLMs",
-    NeurIPS 2023 (the NF4 levels). Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ: Project-and-Quantize for Adapter-Aware LLM
-    Compression", ICML 2026, arXiv:2606.00494 (the quantizer of its Phase 1).
+    NeurIPS 2023 (the NF4 levels). Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ:
+    Project-and-Quantize for Adapter-Aware LLM Compression", ICML 2026, arXiv:2606.00494 (the
+    quantizer of its Phase 1).
 
     Examples
     --------
@@ -324,10 +325,10 @@ class ActivationStats:
     References
     ----------
     Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ: Project-and-Quantize for Adapter-Aware LLM
-    Compression", ICML 2026, arXiv:2606.00494 (the
-    activation Gram matrix its projection and adapter initialisation use). Frantar et al.,
-    "GPTQ: Accurate Post-Training Quantization for Generative Pre-trained Transformers", ICLR
-    2023 (the same statistic, ``2G/N``, is GPTQ's layer Hessian).
+    Compression", ICML 2026, arXiv:2606.00494 (the activation Gram matrix its projection and
+    adapter initialisation use). Frantar et al., "GPTQ: Accurate Post-Training Quantization for
+    Generative Pre-trained Transformers", ICLR 2023 (the same statistic, ``2G/N``, is GPTQ's
+    layer Hessian).
 
     Examples
     --------

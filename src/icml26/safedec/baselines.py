@@ -28,8 +28,8 @@ class UnconstrainedDecoder(_DecoderBase):
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (Sec. 4: the
-    unconstrained base policy is its first baseline).
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (Sec. 4:
+    the unconstrained base policy is its first baseline).
 
     Examples
     --------
@@ -74,9 +74,10 @@ class FilterDecoder(_DecoderBase):
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (Sec. 4: the
-    post-hoc filtering baseline). Sha, "Using Simplicity to Control Complexity", IEEE Software
-    18(4), 2001 (the Simplex architecture: a verified fallback replaces an unsafe action).
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (Sec. 4:
+    the post-hoc filtering baseline). Sha, "Using Simplicity to Control Complexity", IEEE
+    Software 18(4), 2001 (the Simplex architecture: a verified fallback replaces an unsafe
+    action).
 
     Examples
     --------
@@ -132,8 +133,8 @@ class RejectionDecoder(_DecoderBase):
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728. Rejection sampling
-    is not one of the paper's baselines: this package adds it as the sampling-based
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728. Rejection
+    sampling is not one of the paper's baselines: this package adds it as the sampling-based
     competitor whose limit (``max_tries → ∞``) is the paper's HCD distribution.
 
     Examples

@@ -70,10 +70,10 @@ class WorldConfig:
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (the hidden runtime
-    constraints of its navigation protocol: keep-out zones, a slow zone, a geofence). The
-    lattice world is this package's CPU-scale stand-in for the paper's AI2-THOR scenes
-    (resolution, not from the paper).
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (the
+    hidden runtime constraints of its navigation protocol: keep-out zones, a slow zone, a
+    geofence). The lattice world is this package's CPU-scale stand-in for the paper's AI2-THOR
+    scenes (resolution, not from the paper).
 
     Examples
     --------
@@ -102,9 +102,10 @@ class Episode:
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (an episode of its
-    protocol: a start, a goal and runtime constraints never seen in training). The lattice map
-    is this package's stand-in for the paper's AI2-THOR scenes (resolution, not from the paper).
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (an
+    episode of its protocol: a start, a goal and runtime constraints never seen in training).
+    The lattice map is this package's stand-in for the paper's AI2-THOR scenes (resolution, not
+    from the paper).
 
     Examples
     --------
@@ -438,9 +439,9 @@ class LatticeDynamics:
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.6: the dynamics
-    model ``f̂`` SafeDec queries for every token; here the exact lattice dynamics of this
-    package's stand-in world).
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.6: the
+    dynamics model ``f̂`` SafeDec queries for every token; here the exact lattice dynamics of
+    this package's stand-in world).
 
     Examples
     --------
@@ -504,8 +505,9 @@ class LatticeNavEnv:
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (the navigation
-    protocol it reproduces at CPU scale; ``mismatch`` is the model-error setting of E3).
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (the
+    navigation protocol it reproduces at CPU scale; ``mismatch`` is the model-error setting of
+    E3).
 
     Examples
     --------

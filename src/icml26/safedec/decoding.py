@@ -48,8 +48,8 @@ class DynamicsModel(Protocol):
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.6: the dynamics
-    model ``f̂`` that predicts each candidate token's next state). PEP 544, "Protocols:
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.6: the
+    dynamics model ``f̂`` that predicts each candidate token's next state). PEP 544, "Protocols:
     Structural subtyping (static duck typing)" (the typing convention).
 
     Examples
@@ -451,8 +451,8 @@ class SafeDecLogitsProcessor:
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728. Wolf et al.,
-    "Transformers: State-of-the-Art Natural Language Processing", EMNLP 2020 (System
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728. Wolf et
+    al., "Transformers: State-of-the-Art Natural Language Processing", EMNLP 2020 (System
     Demonstrations) (the ``LogitsProcessor`` interface).
 
     Examples

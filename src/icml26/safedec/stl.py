@@ -72,8 +72,8 @@ class InfeasibleSpecError(RuntimeError):
     References
     ----------
     Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728
-    (HCD's mask is empty: no token keeps the invariant part of the spec).
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (HCD's
+    mask is empty: no token keeps the invariant part of the spec).
 
     Examples
     --------
@@ -289,11 +289,10 @@ class Formula:
     References
     ----------
     Maler & Nickovic, "Monitoring Temporal Properties of Continuous Signals", FORMATS/FTRTFT
-    2004 (STL). Donzé & Maler, "Robust Satisfaction of Temporal Logic over Real-Valued
-    Signals", FORMATS 2010 (the robustness semantics).
-    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
-    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.2: the discrete-time
-    semantics used here).
+    2004 (STL). Donzé & Maler, "Robust Satisfaction of Temporal Logic over Real-Valued Signals",
+    FORMATS 2010 (the robustness semantics). Kapoor, Ganlath, Clifford, Liu, Scherer, Kang,
+    "SafeDec: Constrained Decoding for Safe Autoregressive Generalist Robot Navigation
+    Policies", ICML 2026, arXiv:2509.01728 (§2.2: the discrete-time semantics used here).
 
     Examples
     --------
