@@ -5,8 +5,7 @@
 paper, a baseline's original paper, or the convention a container/exception follows).
 
 A method package is a folder of ``src/icml26`` with an ``experiment.py`` (as
-``icml26.core.experiment`` discovers them). ``PENDING`` lists the classes that lacked a
-section when this test was written; it may only shrink.
+``icml26.core.experiment`` discovers them). Every exported class of all nineteen has both.
 """
 
 from __future__ import annotations
@@ -21,50 +20,6 @@ SECTIONS = ("Examples", "References")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "src" / "icml26"
 METHODS = sorted(p.name for p in PACKAGE_ROOT.iterdir()
                  if p.is_dir() and p.name not in {"core", "zoo"} and (p / "experiment.py").is_file())
-
-# Classes of packages whose documentation was being rewritten by other engineers when this test
-# was added; each lacked the section(s) named in its comment. Remove an entry once its class has
-# both sections (test_pending_is_not_stale fails until you do); never add one.
-PENDING = {
-    # fedssa
-    "fedssa.ClientGraph",            # References
-    "fedssa.PolyFilter",             # References
-    "fedssa.FedSSANet",              # References
-    "fedssa.FedSSAConfig",           # Examples, References
-    "fedssa.GraphClient",            # Examples, References
-    "fedssa.FedSSAClient",           # References
-    "fedssa.FedSSAServer",           # References
-    "fedssa.FedSSAStrategy",         # Examples, References
-    "fedssa.FedSSANumPyClient",      # Examples, References
-    "fedssa.GraphNumPyClient",       # Examples, References
-    "fedssa.InProcessClientProxy",   # Examples, References
-    "fedssa.LocalStrategy",          # Examples, References
-    "fedssa.GCFLStrategy",           # Examples, References
-    "fedssa.History",                # Examples, References
-    # inverse_reweight
-    "inverse_reweight.CNN1dNet",     # References
-    "inverse_reweight.MLPNet",       # References
-    # safedec
-    "safedec.Formula",               # Examples, References
-    "safedec.SafetyMonitor",         # References
-    "safedec.InfeasibleSpecError",   # Examples, References
-    "safedec.DynamicsModel",         # Examples, References
-    "safedec.SafeDecLogitsProcessor",  # References
-    "safedec.UnconstrainedDecoder",  # References
-    "safedec.FilterDecoder",         # Examples, References
-    "safedec.RejectionDecoder",      # Examples, References
-    "safedec.WorldConfig",           # Examples, References
-    "safedec.Episode",               # Examples, References
-    "safedec.LatticeDynamics",       # References
-    "safedec.LatticeNavEnv",         # References
-    "safedec.NavTransformer",        # References
-    # projq
-    "projq.GroupQuantizer",          # References
-    "projq.ActivationStats",         # References
-    "projq.QuantizedModelReport",    # Examples, References
-    "projq.LayerReport",             # Examples, References
-}
-
 
 def missing_sections(obj) -> list[str]:
     """The numpydoc sections (as headers underlined with dashes) the docstring lacks."""
@@ -86,21 +41,10 @@ def test_method_packages_found():
 
 @pytest.mark.parametrize("slug", METHODS)
 def test_exported_classes_have_examples_and_references(slug):
-    lacking = {key: missing_sections(cls) for key, cls in exported_classes(slug).items()
-               if key not in PENDING}
+    lacking = {key: missing_sections(cls) for key, cls in exported_classes(slug).items()}
     lacking = {key: miss for key, miss in lacking.items() if miss}
     assert not lacking, (f"exported classes of icml26.{slug} without a numpydoc section "
                          f"(add it to the class docstring): {lacking}")
-
-
-@pytest.mark.parametrize("slug", sorted({key.split(".")[0] for key in PENDING}))
-def test_pending_is_not_stale(slug):
-    classes = exported_classes(slug)
-    pending = sorted(key for key in PENDING if key.startswith(f"{slug}."))
-    gone = [key for key in pending if key not in classes]
-    done = [key for key in pending if key in classes and not missing_sections(classes[key])]
-    assert not gone and not done, (f"remove from PENDING in {Path(__file__).name}: "
-                                   f"documented now {done}, no longer exported {gone}")
 
 
 def test_missing_sections_reads_headers_only():

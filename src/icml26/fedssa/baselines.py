@@ -68,7 +68,27 @@ class _FitOnlyStrategy(Strategy):
 
 
 class LocalStrategy(_FitOnlyStrategy):
-    """Every client trains alone: empty parameters out, nothing aggregated."""
+    """Every client trains alone: empty parameters out, nothing aggregated.
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the Local baseline of its comparisons: each
+    client trains on its own subgraph only).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> from icml26.fedssa import GraphClient, GraphNumPyClient, LocalStrategy, run_inprocess
+    >>> clients = [GraphNumPyClient(GraphClient(g, config, n_classes=5, client_id=i), share="none")
+    ...            for i, g in enumerate(graphs)]
+    >>> per_round, _, _ = run_inprocess(LocalStrategy(min_clients=4), clients, rounds=2)
+    >>> len(per_round), len(per_round[0])
+    (2, 4)
+    """
 
     def __init__(self, min_clients: int = 1):
         super().__init__()
@@ -111,6 +131,27 @@ class GCFLStrategy(_FitOnlyStrategy):
     ----------
     clusters_ : list of list of str
         Client ids (Flower cids) per cluster.
+
+    References
+    ----------
+    Xie, Ma, Xu, Yu, Zhao, "Federated Graph Classification over Non-IID Graphs" (GCFL), NeurIPS
+    2021. Sattler, Müller, Samek, "Clustered Federated Learning: Model-Agnostic Distributed
+    Multitask Optimization Under Privacy Constraints", IEEE TNNLS 2021 (the ``eps1`` / ``eps2``
+    split criterion).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> from icml26.fedssa import GCFLStrategy, GraphClient, GraphNumPyClient, run_inprocess
+    >>> clients = [GraphNumPyClient(GraphClient(g, config, n_classes=5, client_id=i))
+    ...            for i, g in enumerate(graphs)]
+    >>> strategy = GCFLStrategy(split_round=1, min_clients=4)
+    >>> _ = run_inprocess(strategy, clients, rounds=2)
+    >>> sorted(len(cluster) for cluster in strategy.clusters_)  # split once at round 1
+    [2, 2]
     """
 
     def __init__(self, eps1: float = 0.05, eps2: float = 0.1, split_round: int = 10, min_clients: int = 2):

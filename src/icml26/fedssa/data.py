@@ -89,6 +89,14 @@ class ClientGraph:
     meta : dict
         Free-form facts about the client (ground-truth types, region, purity, ...).
 
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the node-classification subgraph one client
+    holds in its protocol). Fey & Lenssen, "Fast Graph Representation Learning with PyTorch
+    Geometric", ICLR 2019 Workshop on Representation Learning on Graphs and Manifolds (the ``x``
+    / ``edge_index`` / ``y`` / split-mask convention; see :func:`from_pyg`).
+
     Examples
     --------
     >>> import torch

@@ -141,6 +141,21 @@ class FedSSAConfig:
         GCFL's split thresholds on the mean and max update norms (baseline only).
     gcfl_split_round : int
         GCFL-lite: bi-partition by update cosine at this round if the criterion has not fired.
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the method's hyper-parameters; FedProx's
+    ``prox_mu`` and GCFL's ``gcfl_*`` configure the baselines).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> config.K, config.local_epochs, config.lambda_str
+    (2, 1, 1.0)
+    >>> config.replace(lambda_sem=0.1).lambda_sem  # a changed copy; config is unchanged
+    0.1
     """
 
     local_epochs: int = 5
@@ -259,6 +274,26 @@ class GraphClient:
         Where the graph and the network live and train (``"cpu"``, ``"cuda"``, ``"cuda:N"``,
         ``"auto"``); weights and payloads go in and out as numpy. The initial weights are drawn
         on the CPU (the same on every device); dropout and z samples on ``device``.
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the encoder + polynomial filter +
+    classifier backbone every compared method shares). McMahan, Moore, Ramage, Hampson, Agüera y
+    Arcas, "Communication-Efficient Learning of Deep Networks from Decentralized Data", AISTATS
+    2017 (local training between FedAvg rounds).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> trainer = GraphClient(graphs[0], config, n_classes=5)
+    >>> sorted(trainer.train_round())
+    ['loss', 'task_loss']
+    >>> sorted(trainer.evaluate())
+    ['metric', 'test_metric', 'val_metric']
     """
 
     def __init__(self, graph: ClientGraph, config: FedSSAConfig | None = None, n_classes: int | None = None,
@@ -406,6 +441,12 @@ class FedSSAClient(GraphClient):
     client_id, seed : int
     device : str or torch.device
         As in :class:`GraphClient`.
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the client side: local filter, class-wise
+    Gaussians, semantic and structural alignment).
 
     Examples
     --------
@@ -706,6 +747,12 @@ class FedSSAServer:
         client id in sorted order.
     history_ : list of dict
         ``clusters_`` of every round.
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the server side: semantic and structural
+    clustering, per-cluster aggregation, representatives).
 
     Examples
     --------

@@ -86,6 +86,29 @@ class GraphNumPyClient(NumPyClient):
     share : {"all", "body", "none"}
         What the client exchanges: every parameter (FedAvg, FedProx, GCFL), all but the
         classifier head (FedPer), or nothing (Local).
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the backbone its baselines share). Beutel
+    et al., "Flower: A Friendly Federated Learning Research Framework", arXiv:2007.14390.
+    Arivazhagan et al., "Federated Learning with Personalization Layers" (FedPer),
+    arXiv:1912.00818 (``share="body"``).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> from icml26.fedssa import GraphClient, GraphNumPyClient
+    >>> trainer = GraphClient(graphs[0], config, n_classes=5)
+    >>> body = GraphNumPyClient(trainer, share="body")  # FedPer: the head stays local
+    >>> len(body.get_parameters({})) < len(GraphNumPyClient(trainer).get_parameters({}))
+    True
+    >>> weights, n_train, metrics = body.fit(body.get_parameters({}), {})
+    >>> n_train, sorted(metrics)[:3]
+    (2, ['client_id', 'loss', 'metric'])
     """
 
     def __init__(self, trainer: GraphClient, share: str = "all"):
@@ -123,6 +146,24 @@ class FedSSANumPyClient(NumPyClient):
     ``fit`` reads the semantic weights and the extras (``rep_means``, ``rep_stds``,
     ``rep_present``, ``gamma_bar``) from ``parameters``, trains one round and answers with its
     semantic weights plus the class-wise Gaussians, γ and the signature.
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589. Beutel et al., "Flower: A Friendly
+    Federated Learning Research Framework", arXiv:2007.14390 (the ``NumPyClient`` interface).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> from icml26.fedssa import FedSSAClient, FedSSANumPyClient
+    >>> client = FedSSANumPyClient(FedSSAClient(graphs[0], config, n_classes=5))
+    >>> weights, n_train, metrics = client.fit(client.get_parameters({}), {})
+    >>> n_train, "fedssa_extras" in metrics
+    (2, True)
     """
 
     def __init__(self, client: FedSSAClient):
@@ -185,6 +226,27 @@ class FedSSAStrategy(Strategy):
     ----------
     server : FedSSAServer
         The aggregation logic; ``server.clusters_`` / ``server.history_`` hold the clusters.
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589. Beutel et al., "Flower: A Friendly
+    Federated Learning Research Framework", arXiv:2007.14390 (the ``Strategy`` interface).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> from icml26.fedssa import FedSSAClient, FedSSANumPyClient, FedSSAStrategy, run_inprocess
+    >>> config = config.replace(warmup_rounds=1, n_sem_clusters=2, n_str_clusters=2)
+    >>> clients = [FedSSANumPyClient(FedSSAClient(g, config, n_classes=5, client_id=i))
+    ...            for i, g in enumerate(graphs)]
+    >>> strategy = FedSSAStrategy(config, min_clients=4)
+    >>> _ = run_inprocess(strategy, clients, rounds=2)
+    >>> len(strategy.server.history_), strategy.server.clusters_["semantic"].shape
+    (2, (4,))
     """
 
     def __init__(self, config: FedSSAConfig | None = None, initial_parameters: Parameters | None = None,
@@ -250,7 +312,29 @@ class FedSSAStrategy(Strategy):
 
 
 class InProcessClientProxy(ClientProxy):
-    """A Flower ``ClientProxy`` that calls a local ``NumPyClient`` directly (no network, no Ray)."""
+    """A Flower ``ClientProxy`` that calls a local ``NumPyClient`` directly (no network, no Ray).
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (its federations run in process). Beutel et
+    al., "Flower: A Friendly Federated Learning Research Framework", arXiv:2007.14390 (the
+    ``ClientProxy`` interface the Flower server drives).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> from flwr.common import GetParametersIns
+    >>> from icml26.fedssa import GraphClient, GraphNumPyClient, InProcessClientProxy
+    >>> client = GraphNumPyClient(GraphClient(graphs[0], config, n_classes=5))
+    >>> proxy = InProcessClientProxy("0", client)
+    >>> res = proxy.get_parameters(GetParametersIns(config={}), timeout=None, group_id=0)
+    >>> proxy.cid, len(res.parameters.tensors)
+    ('0', 13)
+    """
 
     def __init__(self, cid: str, client: NumPyClient):
         super().__init__(cid)

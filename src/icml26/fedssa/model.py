@@ -49,6 +49,14 @@ class PolyFilter(nn.Module):
     alpha : float
         PPR teleport probability for the initialisation.
 
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (the learnable spectral filter whose
+    coefficients carry a client's structural knowledge). Chien, Peng, Li, Milenkovic, "Adaptive
+    Universal Generalized PageRank Graph Neural Network" (GPR-GNN), ICLR 2021 (the polynomial
+    filter and its PPR initialisation).
+
     Examples
     --------
     >>> import torch
@@ -119,6 +127,14 @@ class FedSSANet(nn.Module):
         learnable filter: a fixed low-pass step before it cannot be undone on heterophilic graphs
         (seed 0 of the dual-heterogeneity federation, Local: 68.0 % with "gcn", 83.9 % with "mlp";
         heterophilic clients 38.9 % vs 71.1 %).
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589. Chien, Peng, Li, Milenkovic, "Adaptive
+    Universal Generalized PageRank Graph Neural Network" (GPR-GNN), ICLR 2021 (the filter).
+    Kingma & Welling, "Auto-Encoding Variational Bayes", ICLR 2014 (the variational encoder and
+    reparameterised ``z``).
 
     Examples
     --------

@@ -48,6 +48,25 @@ class History:
         Time spent in the clients' ``fit`` and in ``aggregate_fit`` per round.
     clients : list
         The trainers (their final models, γ, signatures).
+
+    References
+    ----------
+    Yu, Wan, Chen, Han, Gong, "Heterogeneity-Aware Knowledge Sharing for Graph Federated
+    Learning" (FedSSA), ICML 2026, arXiv:2601.21589 (its protocol: per client, the test metric
+    at the round of best validation metric, averaged over clients).
+
+    Examples
+    --------
+    >>> from icml26.fedssa import make_csbm_federation, FedSSAConfig
+    >>> graphs = make_csbm_federation(n_regions=4, nodes_per_region=20, n_features=8,
+    ...                               n_clients=4, seed=0)
+    >>> config = FedSSAConfig(hidden=8, latent=4, K=2, local_epochs=1)
+    >>> from icml26.fedssa import run_federation
+    >>> history = run_federation("fedavg", graphs, config, rounds=3)
+    >>> history.algorithm, history.val.shape, history.selected_test().shape
+    ('fedavg', (3, 4), (4,))
+    >>> 0.0 <= history.score() <= 1.0, history.n_skipped
+    (True, 0)
     """
 
     algorithm: str

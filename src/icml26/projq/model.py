@@ -38,7 +38,39 @@ NF4_BLOCK = 64
 
 @dataclass
 class LayerReport:
-    """What :func:`quantize_model` did to one linear layer."""
+    """What :func:`quantize_model` did to one linear layer.
+
+    Attributes
+    ----------
+    name : str
+        Module name of the layer.
+    shape : tuple
+        ``(m, n)`` of its weight.
+    A, B : Tensor or None
+        PEFT ``lora_A`` (r × n) and ``lora_B`` (m × r) initialisation; None for a
+        zero-initialised LoRA.
+    n_iter : int
+        ProjQ Phase-1 iterations (0 for the other methods).
+    seconds : float
+        Wall time spent on the layer.
+
+    References
+    ----------
+    Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ: Project-and-Quantize for Adapter-Aware LLM
+    Compression", ICML 2026, arXiv:2606.00494 (the per-layer quantized weight and Phase-2
+    adapters it reports).
+
+    Examples
+    --------
+    >>> from icml26.zoo import tiny_llama
+    >>> model = tiny_llama(vocab=40, hidden=32, layers=1, heads=4, seed=0)
+    >>> ids = torch.randint(40, (4, 16), generator=torch.Generator().manual_seed(0))
+    >>> report = quantize_model(model, ids, method="projq", bits=2, group_size=32, rank=4,
+    ...                         modules=["model.layers.0.self_attn.q_proj"], max_iter=2)
+    >>> entry = report.layers["model.layers.0.self_attn.q_proj"]
+    >>> entry.shape, entry.A.shape, entry.B.shape, entry.n_iter
+    ((32, 32), torch.Size([4, 32]), torch.Size([32, 4]), 2)
+    """
 
     name: str
     shape: tuple
@@ -50,7 +82,24 @@ class LayerReport:
 
 @dataclass
 class QuantizedModelReport:
-    """Settings and per-layer results of :func:`quantize_model` (adapters unscaled: ``W ≈ Ŵ + BA``)."""
+    """Settings and per-layer results of :func:`quantize_model` (adapters unscaled: ``W ≈ Ŵ + BA``).
+
+    References
+    ----------
+    Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ: Project-and-Quantize for Adapter-Aware LLM
+    Compression", ICML 2026, arXiv:2606.00494.
+
+    Examples
+    --------
+    >>> from icml26.zoo import tiny_llama
+    >>> model = tiny_llama(vocab=40, hidden=32, layers=1, heads=4, seed=0)
+    >>> ids = torch.randint(40, (4, 16), generator=torch.Generator().manual_seed(0))
+    >>> report = quantize_model(model, ids, method="projq", bits=2, group_size=32, rank=4,
+    ...                         modules=["model.layers.0.self_attn.q_proj"], max_iter=2)
+    >>> summary = report.summary()
+    >>> summary["method"], summary["bits"], summary["layers"], summary["calibration_tokens"]
+    ('projq', 2, 1, 64)
+    """
 
     method: str
     bits: int

@@ -91,6 +91,15 @@ class GroupQuantizer:
     ``x_max = max(0, max w)`` (both 0 → −1, +1); ``s = (x_max − x_min)/(2^b − 1)``,
     ``z = round(−x_min/s)``; ``q = clamp(round(w/s) + z, 0, 2^b − 1)``; ``ŵ = s (q − z)``.
 
+    References
+    ----------
+    Frantar, Ashkboos, Hoefler, Alistarh, "GPTQ: Accurate Post-Training Quantization for
+    Generative Pre-trained Transformers", ICLR 2023 (the asymmetric min-max group grid).
+    Dettmers, Pagnoni, Holtzman, Zettlemoyer, "QLoRA: Efficient Finetuning of Quantized LLMs",
+    NeurIPS 2023 (the NF4 levels). Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ:
+    Project-and-Quantize for Adapter-Aware LLM Compression", ICML 2026, arXiv:2606.00494 (the
+    quantizer of its Phase 1).
+
     Examples
     --------
     >>> quantizer = GroupQuantizer(bits=2, group_size=4)
@@ -312,6 +321,14 @@ class ActivationStats:
     G_last, N_last : Tensor, int
         The same for the last batch only (the reference caches only the last calibration batch
         for the projection; see ``ProjQ(projection_tokens="last_batch")``).
+
+    References
+    ----------
+    Yu, Zhang, Wang, Lasaulce, Debbah, "ProjQ: Project-and-Quantize for Adapter-Aware LLM
+    Compression", ICML 2026, arXiv:2606.00494 (the activation Gram matrix its projection and
+    adapter initialisation use). Frantar et al., "GPTQ: Accurate Post-Training Quantization for
+    Generative Pre-trained Transformers", ICLR 2023 (the same statistic, ``2G/N``, is GPTQ's
+    layer Hessian).
 
     Examples
     --------

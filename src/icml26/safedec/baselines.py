@@ -25,6 +25,12 @@ class UnconstrainedDecoder(_DecoderBase):
     Same signature as :class:`~icml26.safedec.SafeDecoder` (``spec`` and ``dynamics``
     are kept so that ``info["robustness"]`` reports the candidates' robustness).
 
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (Sec. 4:
+    the unconstrained base policy is its first baseline).
+
     Examples
     --------
     >>> import numpy as np, torch
@@ -64,6 +70,27 @@ class FilterDecoder(_DecoderBase):
     The executed token can have zero probability under π, so the executed-sequence law
     leaves the model's support and the autoregressive context no longer matches what the
     model would have produced (paper Sec. 3; measured in E4).
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (Sec. 4:
+    the post-hoc filtering baseline). Sha, "Using Simplicity to Control Complexity", IEEE
+    Software 18(4), 2001 (the Simplex architecture: a verified fallback replaces an unsafe
+    action).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from icml26.safedec import Always, FilterDecoder, Predicate
+    >>> class Line:  # 1-D robot, tokens: left, stay, right
+    ...     def predict_all(self, s):
+    ...         return s[:, None, :] + np.array([[-1.0], [0.0], [1.0]])[None]
+    >>> spec = Always(Predicate("x<=2", lambda x: 2.0 - x[..., 0]))
+    >>> dec = FilterDecoder(None, spec, Line(), fallback_token=1, greedy=True)
+    >>> tok, info = dec.decode(torch.tensor([[0.0, 0.0, 5.0]]), np.array([[2.0]]))
+    >>> int(tok[0]), info["filtered"].tolist()  # "right" would leave x <= 2: "stay" instead
+    (1, [True])
     """
 
     def __init__(self, policy, spec, dynamics, *, fallback_token: int, temperature: float = 1.0,
@@ -102,6 +129,27 @@ class RejectionDecoder(_DecoderBase):
         Executed when all M samples violate.
     seed : int
         Seeds the extra uniforms when ``u`` has fewer than ``max_tries`` columns.
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728. Rejection
+    sampling is not one of the paper's baselines: this package adds it as the sampling-based
+    competitor whose limit (``max_tries → ∞``) is the paper's HCD distribution.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from icml26.safedec import Always, Predicate, RejectionDecoder
+    >>> class Line:  # 1-D robot, tokens: left, stay, right
+    ...     def predict_all(self, s):
+    ...         return s[:, None, :] + np.array([[-1.0], [0.0], [1.0]])[None]
+    >>> spec = Always(Predicate("x<=2", lambda x: 2.0 - x[..., 0]))
+    >>> dec = RejectionDecoder(None, spec, Line(), max_tries=3, fallback_token=1, seed=0)
+    >>> logits = torch.tensor([[0.0, 0.0, 5.0]])
+    >>> u = np.array([[0.999, 0.0, 0.5]])  # 1st try samples "right" (unsafe), 2nd "left"
+    >>> int(dec.decode(logits, np.array([[2.0]]), u=u)[0][0])
+    0
     """
 
     def __init__(self, policy, spec, dynamics, *, max_tries: int = 3, fallback_token: int,

@@ -63,7 +63,25 @@ INACTIVE = 1e3       # margin of an absent constraint (keeps robustness finite)
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """Knobs of the generator (the calibration knobs are p_on, p_slow, fence_margin)."""
+    """Knobs of the generator (the calibration knobs are p_on, p_slow, fence_margin).
+
+    Frozen (hashable), so a configuration can key the demonstration cache.
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (the
+    hidden runtime constraints of its navigation protocol: keep-out zones, a slow zone, a
+    geofence). The lattice world is this package's CPU-scale stand-in for the paper's AI2-THOR
+    scenes (resolution, not from the paper).
+
+    Examples
+    --------
+    >>> config = WorldConfig(p_on=1.0, p_slow=0.0)
+    >>> ep = sample_episode(np.random.default_rng(0), config)
+    >>> ep.config.p_on, ep.slow is None
+    (1.0, True)
+    """
 
     p_on: float = 0.3
     p_slow: float = 0.25
@@ -79,7 +97,25 @@ class WorldConfig:
 
 @dataclass
 class Episode:
-    """One map with start, goal and the hidden constraints of every family."""
+    """One map with start, goal and the hidden constraints of every family.
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (an
+    episode of its protocol: a start, a goal and runtime constraints never seen in training).
+    The lattice map is this package's stand-in for the paper's AI2-THOR scenes (resolution, not
+    from the paper).
+
+    Examples
+    --------
+    >>> ep = sample_episode(np.random.default_rng(0))
+    >>> ep.walls.shape, ep.start_state.tolist()
+    ((32, 32), [9.0, 24.0, 3.0, 0.0])
+    >>> avoid = make_spec([ep], "avoid")
+    >>> bool(avoid.satisfied(ep.start_state[None, None]))
+    True
+    """
 
     walls: np.ndarray           # (GRID, GRID) bool
     start: np.ndarray           # (3,) int: i, j, θ
@@ -400,6 +436,13 @@ class LatticeDynamics:
     ----------
     walls : ndarray, shape (B, GRID, GRID) bool
 
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.6: the
+    dynamics model ``f̂`` SafeDec queries for every token; here the exact lattice dynamics of
+    this package's stand-in world).
+
     Examples
     --------
     >>> dyn = LatticeDynamics(np.zeros((1, GRID, GRID), dtype=bool))
@@ -458,6 +501,13 @@ class LatticeNavEnv:
         Probability that a successful FWD/FAST/BACK overshoots one extra cell (E3).
     seed : int
         Seeds the overshoot draws.
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (the
+    navigation protocol it reproduces at CPU scale; ``mismatch`` is the model-error setting of
+    E3).
 
     Examples
     --------

@@ -39,7 +39,33 @@ __all__ = [
 
 
 class DynamicsModel(Protocol):
-    """One-step dynamics model ``f̂``: the predicted next state for every token."""
+    """One-step dynamics model ``f̂``: the predicted next state for every token.
+
+    A structural type (:class:`typing.Protocol`): any object with a ``predict_all`` method
+    that maps states ``(B, n)`` to predicted next states ``(B, |A|, n)`` qualifies, e.g.
+    :class:`~icml26.safedec.LatticeDynamics`.
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.6: the
+    dynamics model ``f̂`` that predicts each candidate token's next state). PEP 544, "Protocols:
+    Structural subtyping (static duck typing)" (the typing convention).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from icml26.safedec import Always, Predicate
+    >>> class Line:  # 1-D robot, tokens: left, stay, right
+    ...     def predict_all(self, s):
+    ...         return s[:, None, :] + np.array([[-1.0], [0.0], [1.0]])[None]
+    >>> spec = Always(Predicate("x<=2", lambda x: 2.0 - x[..., 0]))
+    >>> Line().predict_all(np.array([[2.0]])).tolist()
+    [[[1.0], [2.0], [3.0]]]
+    >>> dec = SafeDecoder(None, spec, Line(), greedy=True)  # any DynamicsModel will do
+    >>> int(dec.decode(torch.tensor([[0.0, 1.0, 5.0]]), np.array([[2.0]]))[0][0])
+    1
+    """
 
     def predict_all(self, states) -> np.ndarray:  # (B, n) -> (B, |A|, n)
         ...
@@ -421,6 +447,13 @@ class SafeDecLogitsProcessor:
     **kwargs
         ``mode``, ``alpha``, ``beta``, ``r_clip``, ``delta``, ``fallback_token``,
         ``strict`` as in :class:`SafeDecoder`.
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728. Wolf et
+    al., "Transformers: State-of-the-Art Natural Language Processing", EMNLP 2020 (System
+    Demonstrations) (the ``LogitsProcessor`` interface).
 
     Examples
     --------

@@ -77,6 +77,13 @@ class NavTransformer(nn.Module):
         Maximum sequence length.
     dropout : float
 
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (the
+    autoregressive action-token policy it constrains; here a small stand-in trained by behaviour
+    cloning). Vaswani et al., "Attention Is All You Need", NeurIPS 2017 (the transformer).
+
     Examples
     --------
     >>> import torch

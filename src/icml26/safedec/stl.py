@@ -63,7 +63,32 @@ __all__ = [
 
 
 class InfeasibleSpecError(RuntimeError):
-    """No action (or no start state) can satisfy the specification."""
+    """No action (or no start state) can satisfy the specification.
+
+    Raised by decoders built with ``strict=True`` (and by :func:`constrain_logits`) instead
+    of executing a fallback token, following Python's convention of an exception subclass per
+    failure kind (a :class:`RuntimeError`: the inputs are valid, the world admits no safe move).
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (HCD's
+    mask is empty: no token keeps the invariant part of the spec).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from icml26.safedec import Always, Predicate, SafeDecoder
+    >>> class Hop:  # 1-D robot that must move: tokens left, right
+    ...     def predict_all(self, s):
+    ...         return s[:, None, :] + np.array([[-1.0], [1.0]])[None]
+    >>> spec = Always(Predicate("near 2", lambda x: 0.5 - np.abs(x[..., 0] - 2.0)))
+    >>> dec = SafeDecoder(None, spec, Hop(), strict=True)
+    >>> dec.decode(torch.zeros(1, 2), np.array([[2.0]]))
+    Traceback (most recent call last):
+        ...
+    icml26.safedec.stl.InfeasibleSpecError: every token violates the specification in rows [0]
+    """
 
 
 def _is_torch(x) -> bool:
@@ -260,6 +285,27 @@ class Formula:
     Build formulas with :func:`Predicate`, :func:`Not`, :func:`And`, :func:`Or`,
     :func:`Implies`, :func:`Always`, :func:`Eventually` and :func:`Until` (or the
     operators ``~``, ``&``, ``|``).
+
+    References
+    ----------
+    Maler & Nickovic, "Monitoring Temporal Properties of Continuous Signals", FORMATS/FTRTFT
+    2004 (STL). Donzé & Maler, "Robust Satisfaction of Temporal Logic over Real-Valued Signals",
+    FORMATS 2010 (the robustness semantics). Kapoor, Ganlath, Clifford, Liu, Scherer, Kang,
+    "SafeDec: Constrained Decoding for Safe Autoregressive Generalist Robot Navigation
+    Policies", ICML 2026, arXiv:2509.01728 (§2.2: the discrete-time semantics used here).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pos = Predicate("x>0", lambda x: x[..., 0])
+    >>> phi = ~pos | Eventually(pos, 0, 2)
+    >>> phi
+    (¬(x>0) ∨ F[0,2](x>0))
+    >>> trace = np.array([[-1.0], [2.0], [0.5]])
+    >>> phi.robustness_trace(trace).tolist()
+    [2.0, 2.0, 0.5]
+    >>> float(Always(pos).robustness(trace)), bool(Always(pos, 1).satisfied(trace))
+    (-1.0, True)
     """
 
     children: tuple = ()
@@ -625,6 +671,13 @@ class SafetyMonitor:
         Robustness of the realized prefix (``+inf`` before any constrained step).
     current : ndarray, shape (batch,)
         Instantaneous robustness of the last realized state (min over active conjuncts).
+
+    References
+    ----------
+    Kapoor, Ganlath, Clifford, Liu, Scherer, Kang, "SafeDec: Constrained Decoding for Safe
+    Autoregressive Generalist Robot Navigation Policies", ICML 2026, arXiv:2509.01728 (§2.6, the
+    incremental robustness of the realized prefix). Donzé & Maler, "Robust Satisfaction of
+    Temporal Logic over Real-Valued Signals", FORMATS 2010 (robustness semantics).
 
     Examples
     --------
