@@ -27,10 +27,27 @@ def _uses_torch(obj) -> bool:
     if home is not None and "torch" in vars(home):
         return True
     try:
-        source = inspect.getsource(obj)
+        source = _without_docstrings(inspect.getsource(obj))
     except (OSError, TypeError):
         return False
     return "import torch" in source or "torch." in source
+
+
+def _without_docstrings(source: str) -> str:
+    """The code of ``source`` without its docstrings (a docstring example that builds torch
+    tensors does not make an exception class a torch component)."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(source))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
 
 
 def _takes_device(obj) -> bool:

@@ -5,9 +5,10 @@ import torch
 
 from devicecheck import DeviceEntry, check_entry, device_cases, forward_backward
 from fakecuda import FakeCuda
-from icml26.projq import (ActivationStats, GroupQuantizer, ProjQ, gptq_objective, gptq_quantize,
-                          loftq_init, lordq_init, quantize_model, residual_profile, rtn_quantize,
-                          synthetic_layer, to_peft_lora, uncorrectable_residual)
+from icml26.projq import (ActivationStats, GroupQuantizer, ProjQ, gptq_eora_alternation,
+                          gptq_objective, gptq_quantize, loftq_init, lordq_init, quantize_model,
+                          residual_profile, rtn_quantize, synthetic_layer, to_peft_lora,
+                          uncorrectable_residual)
 from icml26.projq import projq as projq_module
 from icml26.projq.tail import prefix_hidden, tail_model
 from icml26.zoo import tiny_llama
@@ -91,6 +92,9 @@ ENTRIES = [
     DeviceEntry("projq.ProjQ weight-space projector", _projq("exact", "weight_space")),
     DeviceEntry("projq.lordq_init", _lordq("exact")),
     DeviceEntry("projq.lordq_init randomized", _lordq("randomized")),
+    DeviceEntry("projq.gptq_eora_alternation",
+                lambda dev: gptq_eora_alternation(_layer(dev)[0], _stats(_layer(dev)[1]),
+                                                  GroupQuantizer(2, 8), 2, n_iter=2)),
     DeviceEntry("projq.loftq_init",
                 lambda dev: loftq_init(_layer(dev)[0], GroupQuantizer(2, 8), 2, n_iter=2)),
     DeviceEntry("projq.residual_profile", _residuals,
