@@ -186,18 +186,15 @@ def _ledger_cells(slug: str, entry: dict) -> tuple[Text, Text]:
         return Text("not recorded", style="dim"), Text("")
     n = ledger.counts(led)
     if not n["total"]:     # nothing of the paper testable here: say so, with the checks
-        checks = ledger.counts(led, kind="all")
-        return (Text(f"none; checks {checks['PASS']}/{checks['total']}",
-                     style="green" if checks["PASS"] == checks["total"] else "yellow"),
-                Text("stale", style="bold yellow") if (entry.get("ledger") or {}).get("current") is False
-                else Text(ledger.recorded_date(led)))
-    text = f"{n['PASS']}/{n['total']}" + (" pass" if n["PASS"] == n["total"] else "")
-    # compact, so a row fits 80 columns: "17/20 · 2F 1N 1?" (the legend follows the table)
-    tail = " ".join(f"{n[v]}{sym}" for v, sym in (("FAIL", "F"), ("NOT EARNED", "N"),
-                                                   ("INCONCLUSIVE", "?"), ("INCOMPLETE", "I"))
-                    if n[v])
-    if tail:
-        text += " · " + tail
+        n = ledger.counts(led, kind="all")
+        text = f"none; checks {n['PASS']}/{n['total']}"
+    else:
+        text = f"{n['PASS']}/{n['total']}" + (" pass" if n["PASS"] == n["total"] else "")
+        # compact, so a row fits 80 columns: "17/20 · 2F 1N 1?" (the legend follows the table)
+        tail = " ".join(f"{n[v]}{sym}" for v, sym in (("FAIL", "F"), ("NOT EARNED", "N"),
+                                                       ("INCONCLUSIVE", "?"), ("INCOMPLETE", "I"))
+                        if n[v])
+        text += f" · {tail}" if tail else ""
     verdict = Text(text, style="green" if n["PASS"] == n["total"] else "yellow")
     if (entry.get("ledger") or {}).get("current") is False:
         return verdict, Text("stale", style="bold yellow")

@@ -427,14 +427,15 @@ def _as_measurement(value: Any) -> Measurement:
     return value if isinstance(value, Measurement) else Measurement(value)
 
 
-def _control_verdict(bar: Bar, ctrl: Measurement) -> str:
-    """How a negative control fares against the claim's bar, by the same rule as a claim:
-    from its interval where it has one (PASS / FAIL / INCONCLUSIVE), else from its value."""
-    if ctrl.value is None:
+def _bar_verdict(bar: Bar, m: Measurement) -> str:
+    """How a measurement fares against a bar (a negative control against the claim's bar, the
+    claim against an alternative bar): from its interval where it has one (PASS / FAIL /
+    INCONCLUSIVE), else from its value; INCOMPLETE when it is missing."""
+    if m.value is None:
         return "INCOMPLETE"
-    if ctrl.interval is not None and bar.op != "true":
-        return bar.interval_verdict(*ctrl.interval)
-    return "PASS" if bar.holds(ctrl.value) else "FAIL"
+    if m.interval is not None and bar.op != "true":
+        return bar.interval_verdict(*m.interval)
+    return "PASS" if bar.holds(m.value) else "FAIL"
 
 
 def evaluate(specs: Sequence[ClaimSpec], measurements: Mapping[str, Any]) -> list:
@@ -469,7 +470,7 @@ def evaluate(specs: Sequence[ClaimSpec], measurements: Mapping[str, Any]) -> lis
                                 "interval": comp.interval}
         if spec.negative_control is not None:
             ctrl = _as_measurement(measurements.get(spec.negative_control, Measurement(None)))
-            ctrl_verdict = _control_verdict(spec.bar, ctrl)
+            ctrl_verdict = _bar_verdict(spec.bar, ctrl)
             claim.control = {"key": spec.negative_control, "measured": ctrl.value,
                              "interval": ctrl.interval, "meets_bar": ctrl_verdict == "PASS",
                              "verdict": ctrl_verdict}
@@ -487,10 +488,7 @@ def evaluate(specs: Sequence[ClaimSpec], measurements: Mapping[str, Any]) -> lis
                 notes.append(f"inconclusive: the negative control's interval ({where}) "
                              "straddles the bar, so the data cannot say the stand-in fails it")
         claim.alt = [{"label": label, "bar": str(bar),
-                      "verdict": ("INCOMPLETE" if m.value is None or m.incomplete
-                                  else bar.interval_verdict(*m.interval)
-                                  if m.interval is not None and bar.op != "true"
-                                  else "PASS" if bar.holds(m.value) else "FAIL")}
+                      "verdict": "INCOMPLETE" if m.incomplete else _bar_verdict(bar, m)}
                      for label, bar in spec.alt]
         claim.note = " · ".join(notes)
         claim.__post_init__()

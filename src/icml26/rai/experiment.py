@@ -453,7 +453,8 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
         _per_seed(lams, "{:g}")
     selection = {j.seed: j.metrics["selection_control"]["auroc"] for j in jobs}
     baselines = [b for b in ("AdaShield-S", "ECSO-lite", "CoCA") if b in means.index]
-    best_baseline = min(baselines, key=lambda b: ratio(b)[0]) if baselines else None
+    ratios = {method: ratio(method) for method in ["RAI", "random prototypes", LITERAL, *baselines]}
+    best_baseline = min(baselines, key=lambda b: ratios[b][0]) if baselines else None
     finite_oracle = all(np.isfinite(list(oracle_ratio.values())))
     m = {
         "premise_share": Measurement(float(np.mean(list(premise.values()))),
@@ -463,9 +464,9 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
                                     incomplete="" if finite_oracle else "the oracle was not measured on every seed"),
         "selection_auroc": Measurement(float(min(selection.values())),
                                        note="worst seed; " + _per_seed(selection, "{:.3f}")),
-        "rai_asr_ratio": Measurement(ratio("RAI")[0], note=main + "; " + ratio("RAI")[1]),
-        "random_asr_ratio": Measurement(ratio("random prototypes")[0], note=ratio("random prototypes")[1]),
-        "literal_asr_ratio": Measurement(ratio(LITERAL)[0], note=ratio(LITERAL)[1]),
+        "rai_asr_ratio": Measurement(ratios["RAI"][0], note=main + "; " + ratios["RAI"][1]),
+        "random_asr_ratio": Measurement(ratios["random prototypes"][0], note=ratios["random prototypes"][1]),
+        "literal_asr_ratio": Measurement(ratios[LITERAL][0], note=ratios[LITERAL][1]),
         "colour_drop_points": 100 * abs(rai["colour_accuracy"] - none["colour_accuracy"]),
         "over_refusal": Measurement(rai["over_refusal"], note="per seed: " + _per_seed(
             {s: by_seed.loc[("RAI", s), "over_refusal"] for s in seeds}, "{:.3f}")),
@@ -479,7 +480,7 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
         "risk_auroc": Measurement(float(np.mean(list(aurocs.values()))), note=_per_seed(aurocs, "{:.3f}")),
     }
     if best_baseline is not None:
-        m["best_baseline_asr_ratio"] = Measurement(ratio(best_baseline)[0], note=best_baseline)
+        m["best_baseline_asr_ratio"] = Measurement(ratios[best_baseline][0], note=best_baseline)
     if "RAI (dev-selected)" in means.index:
         m["dev_selected_asr_ratio"] = Measurement(
             ratio("RAI (dev-selected)")[0], note="selected per seed: " + "; ".join(
