@@ -120,6 +120,42 @@ def test_rederive_rewrites_verdicts_only_when_the_measurements_stay(recorded, mo
         ledger.rederive("example", "not a reading change", recorded)
 
 
+def test_migrate_renames_claims_from_the_same_jobs_and_refuses_a_changed_verdict(recorded, monkeypatch):
+    original = EXPERIMENT.parts[0].summarize
+
+    def renamed(jobs, config):  # the same measurement under a new id and kind, plus a new one
+        result = original(jobs, config)
+        c = result.claims[0]
+        return Result(tables=result.tables, notes=result.notes, claims=[
+            dataclasses.replace(c, name="slope", id="rate/slope", kind="check"),
+            Claim.at_least("spread", 0.5, 0.0)])
+
+    monkeypatch.setattr(EXPERIMENT.parts[0], "summarize", renamed)
+    assert not ledger.check("example", recorded)["current"]
+    with pytest.raises(ledger.LedgerError, match="reason"):
+        ledger.migrate("example", " ", root=recorded)
+    lines = ledger.migrate("example", "claims as data", root=recorded)
+    assert lines == ["rate/log-log slope of error in n (PASS) → rate/slope (PASS)",
+                     "rate/spread: new (PASS)"]
+    led = ledger.load("example", recorded)
+    assert [c["id"] for c in led["parts"][0]["claims"]] == ["rate/slope", "rate/spread"]
+    assert led["rederived"][-1]["reason"] == "claims as data"
+    assert ledger.check("example", recorded)["current"]
+
+    def flipped(jobs, config):  # the same measurement read against another bar: a new verdict
+        c = renamed(jobs, config).claims[0]
+        return Result(claims=[dataclasses.replace(c, passed=False)])
+
+    monkeypatch.setattr(EXPERIMENT.parts[0], "summarize", flipped)
+    with pytest.raises(ledger.LedgerError, match="verdict PASS → FAIL"):
+        ledger.migrate("example", "claims as data", root=recorded)
+    monkeypatch.setattr(EXPERIMENT.parts[0], "summarize", renamed)
+    monkeypatch.setattr(EXPERIMENT.parts[0], "full", dataclasses.replace(EXPERIMENT.parts[0].full,
+                                                                        repetitions=100))
+    with pytest.raises(ledger.LedgerError, match="repetitions"):   # another config: a new run
+        ledger.migrate("example", "claims as data", root=recorded)
+
+
 def test_quick_or_set_or_seeds_runs_are_not_recorded(example, tmp_path):
     (tmp_path / "pkg" / "example").mkdir(parents=True)
     cases = {"quick": (dict(quick=True), {"quick": True}),

@@ -8,6 +8,18 @@ from icml26.core.experiment import get_experiment
 from icml26.core.runner import run_part
 
 
+def claims_of(part: str, result) -> dict:
+    """The part's claims built from its table, keyed by measurement key."""
+    from icml26.core.claims import evaluate
+
+    specs = get_experiment("top").part(part).claim_specs
+    return {c.id.split("/", 1)[1]: c for c in evaluate(specs, result.measurements)}
+
+
+def by_key(outcome) -> dict:
+    return {c.id.split("/", 1)[1]: c for c in outcome.result.claims}
+
+
 @pytest.fixture(scope="module")
 def experiment():
     return get_experiment("top")
@@ -15,11 +27,12 @@ def experiment():
 
 def test_e1_quick_runs_all_objectives_and_top_does_not_hurt(experiment):
     outcome = run_part(experiment, "E1", quick=True)
-    claims = outcome.claims_by_name()
+    claims = by_key(outcome)
     assert {j.metrics["objective"] for j in outcome.jobs} == {"ntp", "top", "mtp", "dsmtp"}
-    assert "E1 NTP exact at the Clever-Hans plateau" in claims
-    assert "E1 NTP teacher-forced acc, token 2" in claims
-    assert claims["E1 TOP exact − NTP exact"].passed  # both near 0 this early: TOP must not be worse
+    assert claims["ntp_exact"].name == "E1 NTP exact at the Clever-Hans plateau"
+    assert claims["ntp_exact"].kind == "control" and claims["top_minus_ntp"].kind == "check"
+    assert "ntp_tf_token2" in claims
+    assert claims["top_minus_ntp"].passed  # both near 0 this early: TOP must not be worse
     assert "star_graph" in outcome.result.tables and "star_graph_curves" in outcome.result.figures
     for job in outcome.jobs:
         assert job.metrics["curve"] and 0.0 <= job.metrics["exact"] <= 1.0
@@ -27,13 +40,13 @@ def test_e1_quick_runs_all_objectives_and_top_does_not_hurt(experiment):
 
 def test_e2_quick_reports_ce_and_ndcg(experiment):
     outcome = run_part(experiment, "E2", quick=True)
-    claims = outcome.claims_by_name()
-    assert set(claims) == {"E2 val CE(NTP+TOP) − CE(NTP) (nats/char)",
-                           "E2 graded NDCG@10 TOP head − NTP logits",
-                           "E2 graded NDCG@10 TOP head − NTP logits ≥ 0.05 (the spec's harness bar, reported)",
-                           "E2 binary NDCG@10 TOP head − NTP logits (reported)",
-                           "E2 exponential NDCG@10 TOP head − NTP logits (reported)", "E2 MTP (n=2) val CE reported"}
-    assert claims["E2 MTP (n=2) val CE reported"].passed
+    claims = by_key(outcome)
+    assert set(claims) == {"ce_gap", "ndcg_gain"}
+    assert claims["ndcg_gain"].id == experiment.headline and claims["ndcg_gain"].kind == "paper"
+    assert [a["label"] for a in claims["ndcg_gain"].alt] == ["spec"]        # the spec's 0.05 beside it
+    assert set(outcome.result.tables["ndcg_gain_by_gain"]["gain"]) == {"graded", "binary", "exponential"}
+    mtp = outcome.result.tables["text_lm"].set_index("objective").loc["mtp"]
+    assert mtp["val CE (nats/char)"]                                         # MTP's CE is reported
     top = next(j.metrics for j in outcome.jobs if j.metrics["objective"] == "top")
     assert math.isfinite(top["val_ce"]) and 0.0 <= top["ndcg_top_head"] <= 1.0
     assert 0.0 <= top["ndcg_graded_top_head"] <= 1.0 and 0.0 <= top["ndcg_graded_ntp_logits"] <= 1.0
@@ -44,18 +57,18 @@ def test_e2_quick_reports_ce_and_ndcg(experiment):
 
 def test_scaling_quick_measures_slope_and_step_ratio(experiment):
     outcome = run_part(experiment, "scaling", quick=True)
-    claims = outcome.claims_by_name()
-    slope = claims["scaling: top_targets log-log slope vs T+W"].measured
+    claims = by_key(outcome)
+    slope = claims["target_slope"].measured
     assert math.isfinite(slope) and slope > 0  # a timing: its value is the full run's to judge
-    assert claims["scaling: step time NTP+TOP / NTP"].measured > 0
+    assert claims["step_ratio"].measured > 0
 
 
 def test_star_long_quick_includes_negative_control(experiment):
     outcome = run_part(experiment, "star-long", quick=True)
-    claims = outcome.claims_by_name()
-    assert "star-long G(2-4-12) mean exact(TOP)" in claims
-    assert claims["star-long G(2-4-12) shuffled-order control exact(TOP-shuffled) − exact(NTP) (reported)"].passed
-    assert claims["star-long G(2-4-12) null control exact(TOP-unrelated) − exact(NTP)"].passed
+    claims = by_key(outcome)
+    assert "top_exact" in claims and claims["top_exact"].control["key"] == "ntp_exact"
+    assert any("shuffled-order control exact(TOP-shuffled) − exact(NTP)" in n for n in outcome.result.notes)
+    assert claims["null_minus_ntp"].kind == "control" and claims["null_minus_ntp"].measured is not None
     assert not experiment.part("star-long").default
 
 
@@ -147,20 +160,24 @@ def test_star_long_claims_are_incomplete_until_three_seeds_have_run():
     from icml26.top.experiment import STAR_LONG, summarize_star_b
 
     one_seed = {"ntp": [0.52], "top": [1.0], "top_unrelated": [0.5]}
-    claims = {c.name: c for c in summarize_star_b(fake_star_jobs(one_seed), STAR_LONG).claims}
+    claims = claims_of("star-long", summarize_star_b(fake_star_jobs(one_seed), STAR_LONG))
     assert STAR_LONG.min_seeds == 3 and len(claims) == 7
     for claim in claims.values():
         assert claim.incomplete and not claim.passed and claim.verdict == "INCOMPLETE"
         assert "3 seeds needed, 1 finished" in claim.note or "5 needed" in claim.note
     three = {"ntp": [0.52, 0.5, 0.51], "top": [1.0, 0.5, 0.98], "top_unrelated": [0.5, 0.5, 0.52]}
-    claims = {c.name: c for c in summarize_star_b(fake_star_jobs(three), STAR_LONG).claims}
-    top = claims["star-long G(2-4-12) mean exact(TOP)"]
+    claims = claims_of("star-long", summarize_star_b(fake_star_jobs(three), STAR_LONG))
+    top = claims["top_exact"]
     assert not top.incomplete and top.measured == pytest.approx(2.48 / 3) and not top.passed  # < 0.85
-    assert claims["star-long G(2-4-12) exact(NTP)"].passed
-    assert claims["star-long G(2-4-12) null control exact(TOP-unrelated) − exact(NTP)"].passed
+    assert claims["ntp_exact"].passed
+    assert claims["null_minus_ntp"].passed
     single = dataclasses.replace(STAR_LONG, min_seeds=1)
-    claims = {c.name: c for c in summarize_star_b(fake_star_jobs(one_seed), single).claims}
-    assert claims["star-long G(2-4-12) mean exact(TOP)"].passed
+    claims = claims_of("star-long", summarize_star_b(fake_star_jobs(one_seed), single))
+    assert claims["top_exact"].passed and claims["top_exact"].control["verdict"] == "FAIL"
+    # a planted control: NTP breaking through as well makes TOP's exact NOT EARNED
+    solved = {"ntp": [0.9], "top": [1.0], "top_unrelated": [0.5]}
+    claims = claims_of("star-long", summarize_star_b(fake_star_jobs(solved), single))
+    assert claims["top_exact"].verdict == "NOT EARNED"
 
 
 def _curve_jobs(curves: dict, steps: int = 30_000) -> list:
@@ -180,41 +197,44 @@ def test_transition_claims_count_seeds_and_compare_steps_to_solve_per_seed():
 
     plateau, late, early = [(10_000, 0.5), (30_000, 0.52)], [(17_000, 0.9), (30_000, 1.0)], [(5_000, 0.9), (30_000, 1.0)]
     # five seeds: TOP solves each earlier than NTP; NTP escapes late on two of them
-    jobs = _curve_jobs({"ntp": [plateau, late, plateau, late, plateau], "top": [early] * 5})
+    jobs = _curve_jobs({"ntp": [plateau, late, plateau, late, plateau], "top": [early] * 5,
+                        "top_unrelated": [plateau] * 5})
     result = summarize_star_b(jobs, STAR_LONG)
-    claims = {c.name: c for c in result.claims}
-    reached = claims["star-long G(2-4-12) seeds where TOP reaches exact ≥ 0.85"]
-    stayed = claims["star-long G(2-4-12) seeds where NTP stays ≤ 0.65 all run"]
-    sign = claims["star-long G(2-4-12) sign test p: TOP reaches 0.85 before NTP"]
+    claims = claims_of("star-long", result)
+    reached = claims["seeds_top_reaches"]
+    stayed = claims["seeds_ntp_stays"]
+    sign = claims["sign_p_top_first"]
     assert reached.measured == 1.0 and reached.verdict == "PASS"
     assert stayed.measured == pytest.approx(0.6) and stayed.verdict == "PASS"
     assert sign.measured == pytest.approx(0.5 ** 5) and sign.verdict == "PASS"
     assert "TOP earlier on 5, later on 0, tie on 0" in sign.note
+    assert sign.control["key"] == "sign_p_null_first" and sign.control["verdict"] == "FAIL"
+    assert reached.control["measured"] == pytest.approx(0.4)     # NTP reaches 0.85 on 2/5 seeds
+    # without the null head's runs the sign test's PASS cannot be earned
+    no_null = [j for j in jobs if j.metrics["objective"] != "top_unrelated"]
+    assert claims_of("star-long", summarize_star_b(no_null, STAR_LONG))["sign_p_top_first"].verdict == "INCOMPLETE"
     by_seed = result.tables["star_long_transition_by_seed"]
     assert by_seed["steps saved"].tolist() == [25_000, 12_000, 25_000, 12_000, 25_000]
     # the null: TOP no faster than NTP -> the sign test fails and the count does too
     jobs = _curve_jobs({"ntp": [late] * 5, "top": [plateau, late, plateau, late, plateau]})
-    claims = {c.name: c for c in summarize_star_b(jobs, STAR_LONG).claims}
-    assert claims["star-long G(2-4-12) sign test p: TOP reaches 0.85 before NTP"].verdict == "FAIL"
-    assert claims["star-long G(2-4-12) seeds where TOP reaches exact ≥ 0.85"].verdict == "FAIL"
+    claims = claims_of("star-long", summarize_star_b(jobs, STAR_LONG))
+    assert claims["sign_p_top_first"].verdict == "FAIL"
+    assert claims["seeds_top_reaches"].verdict == "FAIL"
     # the H200 run's shape (3 seeds, NTP escaping on 2): INCOMPLETE, never a verdict
     jobs = _curve_jobs({"ntp": [plateau, [(3_000, 0.7), (30_000, 0.79)], late], "top": [early] * 3})
-    for claim in summarize_star_b(jobs, STAR_LONG).claims:
-        if "seeds where" in claim.name or "sign test" in claim.name:
+    for key, claim in claims_of("star-long", summarize_star_b(jobs, STAR_LONG)).items():
+        if key.startswith(("seeds_", "sign_")):
             assert claim.verdict == "INCOMPLETE" and "5 needed" in claim.note
 
 
-def test_shuffled_control_is_reported_unless_its_bar_is_asked_for():
+def test_shuffled_control_is_reported_not_held_to_a_bar():
     import dataclasses
     from icml26.top.experiment import STAR_LONG, summarize_star_b
 
     jobs = fake_star_jobs({"ntp": [0.52], "top": [1.0], "top_shuffled": [0.981]})
-    cfg = dataclasses.replace(STAR_LONG, min_seeds=1)
-    claims = {c.name: c for c in summarize_star_b(jobs, cfg).claims}
-    reported = claims["star-long G(2-4-12) shuffled-order control exact(TOP-shuffled) − exact(NTP) (reported)"]
-    assert reported.passed and reported.bar == "reported" and reported.measured == pytest.approx(0.461)
-    strict = {c.name: c for c in summarize_star_b(jobs, dataclasses.replace(cfg, shuffled_control_bar=True)).claims}
-    assert not strict["star-long G(2-4-12) shuffled-order control exact(TOP-shuffled) − exact(NTP)"].passed
+    result = summarize_star_b(jobs, dataclasses.replace(STAR_LONG, min_seeds=1))
+    assert "top_shuffled" not in " ".join(result.measurements)
+    assert any("exact(TOP-shuffled) − exact(NTP) = +0.461" in n for n in result.notes)
 
 
 def fake_text_jobs(rows: dict, seed: int = 0) -> list:
@@ -234,18 +254,18 @@ def test_ndcg_claim_is_graded_by_default_and_binary_on_request():
     from icml26.top.experiment import TEXT_FULL, summarize_text
 
     jobs = fake_text_jobs({"ntp": (2.5, 0.952, None, 0.80, None), "top": (2.51, 0.974, 0.99, 0.81, 0.86)})
-    claims = {c.name: c for c in summarize_text(jobs, TEXT_FULL).claims}
-    graded = claims["E2 graded NDCG@10 TOP head − NTP logits"]
-    assert graded.passed and graded.measured == pytest.approx(0.06) and graded.bar == "≥ 0"
-    assert "E2 graded NDCG@10 TOP head − NTP logits ≥ 0.05 (the spec's harness bar, reported)" in claims
-    binary = claims["E2 binary NDCG@10 TOP head − NTP logits (reported)"]
-    assert binary.measured == pytest.approx(0.038) and "1 − 0.952 = 0.048" in binary.note
-    exp = claims["E2 exponential NDCG@10 TOP head − NTP logits (reported)"]
-    assert exp.measured is None and "not measured" in exp.note      # a run recorded before it
-    old = dataclasses.replace(TEXT_FULL, ndcg_gain="binary", ndcg_bar=0.05)   # the old rule
-    spec = {c.name: c for c in summarize_text(jobs, old).claims}
-    assert not spec["E2 binary NDCG@10 TOP head − NTP logits"].passed
-    assert "E2 graded NDCG@10 TOP head − NTP logits (reported)" in spec
+    result = summarize_text(jobs, TEXT_FULL)
+    graded = claims_of("E2", result)["ndcg_gain"]
+    assert graded.measured == pytest.approx(0.06) and graded.bar == "≥ 0"
+    assert graded.verdict == "INCOMPLETE"         # one seed, no control run: not earnable
+    assert graded.alt == [{"label": "spec", "bar": "≥ 0.05", "verdict": "PASS"}]
+    by_gain = result.tables["ndcg_gain_by_gain"].set_index("gain")
+    assert by_gain.loc["binary", "TOP head − NTP logits"] == pytest.approx(0.038)
+    assert by_gain.loc["exponential", "95 % t-interval"] == "not measured in this run"
+    old = dataclasses.replace(TEXT_FULL, ndcg_gain="binary")   # the spec's gain
+    spec = claims_of("E2", summarize_text(jobs, old))["ndcg_gain"]
+    assert spec.measured == pytest.approx(0.038) and "1 − 0.952 = 0.048" in spec.note
+    assert spec.alt[0]["verdict"] == "FAIL"       # below the spec's 0.05 by construction
 
 
 @pytest.mark.parametrize("top_graded, verdict", [((0.86, 0.85, 0.87), "PASS"),
@@ -256,9 +276,10 @@ def test_ndcg_claim_is_decided_by_the_paired_interval_over_seeds(top_graded, ver
 
     jobs = [j for seed, g in enumerate(top_graded) for j in fake_text_jobs(
         {"ntp": (2.5, 0.95, None, 0.80, None), "top": (2.5, 0.97, 0.99, 0.80, g)}, seed=seed)]
-    claim = {c.name: c for c in summarize_text(jobs, TEXT_FULL).claims}[
-        "E2 graded NDCG@10 TOP head − NTP logits"]
-    assert claim.verdict == verdict and claim.interval is not None and "paired over 3 seeds" in claim.note
+    claim = claims_of("E2", summarize_text(jobs, TEXT_FULL))["ndcg_gain"]
+    assert claim.interval is not None and "paired over 3 seeds" in claim.note
+    # without control runs a passing claim cannot be earned: INCOMPLETE in place of PASS
+    assert claim.verdict == ("INCOMPLETE" if verdict == "PASS" else verdict)
 
 
 def test_ndcg_claim_is_not_earned_when_the_unrelated_control_head_ranks_as_well():
@@ -268,13 +289,12 @@ def test_ndcg_claim_is_not_earned_when_the_unrelated_control_head_ranks_as_well(
         jobs = [j for seed, (g, c) in enumerate(zip((0.86, 0.85, 0.87), control_graded)) for j in fake_text_jobs(
             {"ntp": (2.5, 0.95, None, 0.80, None), "top": (2.5, 0.97, 0.99, 0.80, g),
              "top_unrelated": (2.6, 0.95, 0.95, 0.79, c)}, seed=seed)]
-        return {c.name: c for c in summarize_text(jobs, TEXT_FULL).claims}[
-            "E2 graded NDCG@10 TOP head − NTP logits"]
+        return claims_of("E2", summarize_text(jobs, TEXT_FULL))["ndcg_gain"]
 
     earned = run((0.70, 0.71, 0.69))                 # the unrelated head ranks worse: control fails
-    assert earned.verdict == "PASS" and earned.control["passed"] is False
+    assert earned.verdict == "PASS" and earned.control["verdict"] == "FAIL"
     planted = run((0.86, 0.85, 0.87))                # a control that ranks as well: not earned
-    assert planted.verdict == "NOT EARNED" and planted.control["passed"] is True
+    assert planted.verdict == "NOT EARNED" and planted.control["meets_bar"] is True
 
 
 def test_default_parts_are_cut_and_the_spec_sized_ones_are_opt_in(experiment):
@@ -287,3 +307,5 @@ def test_default_parts_are_cut_and_the_spec_sized_ones_are_opt_in(experiment):
     outcome = run_part(experiment, "E1-full", quick=True, overrides={"steps": "4", "mtp_steps": "2",
                                                                       "eval_every": "2"})
     assert all(name.startswith("E1-full ") for name in outcome.claims_by_name())
+    assert {c.id for c in outcome.result.claims} == {f"E1-full/{k}" for k in (
+        "ntp_exact", "ntp_tf_later_min", "ntp_tf_token2", "top_minus_ntp")}

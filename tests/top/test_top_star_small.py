@@ -10,6 +10,14 @@ from icml26.core.experiment import JobResult, get_experiment
 from icml26.core.runner import run_part
 
 
+def claims_of(part: str, result) -> dict:
+    """The part's claims built from its table, keyed by measurement key."""
+    from icml26.core.claims import evaluate
+
+    specs = get_experiment("top").part(part).claim_specs
+    return {c.id.split("/", 1)[1]: c for c in evaluate(specs, result.measurements)}
+
+
 def star_jobs(exact: dict, tf_token2: float = 0.5) -> list:
     return [JobResult("star-small", seed, {"graph": "2-4-12", "objective": o},
                       {"graph": "2-4-12", "objective": o, "steps": 3000, "exact": value,
@@ -25,13 +33,11 @@ def test_star_small_quick_runs_through_the_runner():
     part = experiment.part("star-small")
     assert not part.default and list(part.seeds) == [0, 1, 2]
     outcome = run_part(experiment, "star-small", quick=True)
-    claims = outcome.claims_by_name()
+    claims = {c.id for c in outcome.result.claims}
     assert {j.metrics["objective"] for j in outcome.jobs} == {"ntp", "top", "top_unrelated"}
-    for name in ("star-small G(2-4-12) mean exact(TOP)", "star-small G(2-4-12) exact(NTP)",
-                 "star-small G(2-4-12) exact(TOP) − exact(NTP) on every seed (smallest margin)",
-                 "star-small G(2-4-12) NTP teacher-forced acc, path token 2 (mean)",
-                 "star-small G(2-4-12) null control exact(TOP-unrelated) − exact(NTP)"):
-        assert name in claims
+    assert claims == {f"star-small/{k}" for k in ("top_exact", "top_minus_ntp", "ntp_exact", "min_margin",
+                                                  "ntp_tf_token2", "ntp_tf_later_min")}
+    assert "null_min_margin" in outcome.result.measurements
     assert "star_small_paired" in outcome.result.tables
 
 
@@ -70,22 +76,27 @@ def test_star_small_paired_claims_apply_the_bar_per_seed():
 
     good = {"ntp": [0.5, 0.52, 0.49], "top": [1.0, 0.99, 0.97], "top_unrelated": [0.5, 0.5, 0.51]}
     result = summarize_star_small(star_jobs(good), STAR_SMALL)
-    claims = {c.name: c for c in result.claims}
-    every = claims["star-small G(2-4-12) exact(TOP) − exact(NTP) on every seed (smallest margin)"]
+    claims = claims_of("star-small", result)
+    every = claims["min_margin"]
     assert every.passed and every.measured == pytest.approx(0.47)
-    assert claims["star-small G(2-4-12) NTP teacher-forced acc, path token 2 (mean)"].passed
-    assert all(not c.incomplete for c in result.claims)
+    assert every.control["measured"] == pytest.approx(-0.02)         # the null head's smallest margin
+    assert claims["ntp_tf_token2"].passed
+    assert all(not c.incomplete for c in claims.values())
     assert any("p cannot go below 0.125" in n for n in result.notes)
     paired = result.tables["star_small_paired"]
     assert list(paired.seed) == [0, 1, 2] and paired["TOP step ≥ 0.85 (curve)"].tolist() == [500] * 3
     # one seed that does not break through fails the per-seed bar even if the mean would pass
     mixed = dict(good, top=[1.0, 1.0, 0.55])
-    claims = {c.name: c for c in summarize_star_small(star_jobs(mixed), STAR_SMALL).claims}
-    assert not claims["star-small G(2-4-12) exact(TOP) − exact(NTP) on every seed (smallest margin)"].passed
+    claims = claims_of("star-small", summarize_star_small(star_jobs(mixed), STAR_SMALL))
+    assert not claims["min_margin"].passed
     # fewer than three seeds: INCOMPLETE, never PASS
     two = {o: v[:2] for o, v in good.items()}
-    result = summarize_star_small(star_jobs(two), STAR_SMALL)
-    assert all(c.incomplete and not c.passed for c in result.claims if c.bar != "reported")
+    claims = claims_of("star-small", summarize_star_small(star_jobs(two), STAR_SMALL))
+    assert all(c.incomplete and not c.passed for c in claims.values())
+    # a planted control: the null head as good as TOP makes the per-seed margin NOT EARNED
+    planted = dict(good, top_unrelated=[1.0, 0.99, 0.97])
+    claims = claims_of("star-small", summarize_star_small(star_jobs(planted), STAR_SMALL))
+    assert claims["min_margin"].verdict == "NOT EARNED"
 
 
 def test_ndcg_spread_reports_per_seed_gain_and_where_the_bar_lies():

@@ -479,6 +479,89 @@ def rederive(slug: str, reason: str, root: Path | None = None) -> list[str]:
     return changes
 
 
+def migrate(slug: str, reason: str, *, dropped_config: Sequence[str] = (),
+            root: Path | None = None) -> list[str]:
+    """Re-derive ``slug``'s recorded parts from their recorded jobs after its claims moved
+    into a claim table (claims as data): the claims' names, ids and kinds may change, the
+    measurements may not.
+
+    The same jobs (seeds, and every config field but those in ``dropped_config``: fields that
+    only set a claim's bar, now in the table) are summarised by the current code. Each new
+    claim is paired with the old claim of its part that had the same measured value; it
+    raises :class:`LedgerError` when a recorded part's config or seeds changed otherwise, its
+    jobs are missing, or a new claim with an old counterpart would change its verdict (a
+    reading change is :func:`rederive`'s, a new measurement needs a run). The ledger keeps
+    each renaming under ``rederived`` with ``reason``, the date and the commit. Returns the
+    renamings as ``"old name (VERDICT) → new id (VERDICT)"`` lines.
+    """
+    from .experiment import ConfigError, JobResult, get_experiment, jsonable
+    from .io import atomic_write_text
+    from .runner import _summarize, collect_warnings
+
+    if not reason or not reason.strip():
+        raise LedgerError("migrate needs a reason")
+    ledger = load(slug, root)
+    if ledger is None:
+        raise LedgerError(f"{slug}: no ledger recorded")
+    exp = get_experiment(slug)
+    jobs = load_jobs(slug, root)
+    dropped, lines, parts, problems = set(dropped_config), [], [], []
+    for lp in ledger["parts"]:
+        name = lp["part"]
+        try:
+            part = exp.part(name)
+        except ConfigError:
+            problems.append(f"{name}: the part no longer exists")
+            continue
+        current = jsonable(dataclasses.asdict(part.full))
+        diff = _config_diff({k: v for k, v in lp["config"].items() if k not in dropped}, current)
+        gone = sorted(dropped & set(current))
+        if gone:
+            problems.append(f"{name}: dropped config field(s) {gone} still exist")
+        if diff or list(lp["seeds"]) != list(part.default_seeds(False)) or name not in jobs:
+            problems += [f"{name}: {r}" for r in diff] or [f"{name}: seeds or jobs changed"]
+            continue
+        results = [JobResult(name, j["seed"], j["task"], j["metrics"], j.get("seconds") or 0.0,
+                             cpu_seconds=j.get("cpu_seconds")) for j in jobs[name]]
+        with collect_warnings():
+            result, error = _summarize(part, results, part.full)
+        _close(result)
+        if error:
+            problems.append(f"{name}: summarize raised: {error.strip().splitlines()[-1]}")
+            continue
+        new = [_claim_entry(name, c.to_dict()) for c in result.claims]
+        unused = list(lp["claims"])
+        for claim in new:
+            match = next((o for o in unused if _same(o["measured"], claim["measured"])
+                          and o["measured"] is not None), None)
+            if match is None:
+                lines.append(f"{claim['id']}: new ({claim['verdict']})")
+                continue
+            unused.remove(match)
+            if match["verdict"] != claim["verdict"]:
+                problems.append(f"{claim['id']}: verdict {match['verdict']} → {claim['verdict']} "
+                                f"(was {match['name']!r})")
+            bars = "" if match["bar"] == claim["bar"] else f", bar {match['bar']} → {claim['bar']}"
+            lines.append(f"{match['id']} ({match['verdict']}) → {claim['id']} ({claim['verdict']}{bars})")
+        lines += [f"{o['id']} ({o['verdict']}): no longer a claim (measured {o['measured']!r})"
+                  for o in unused]
+        from .report import _table_dict
+
+        parts.append({**lp, "config": current, "claims": new, "notes": list(result.notes),
+                      "tables": {k: _table_dict(v) for k, v in result.tables.items()}})
+    if problems:
+        raise LedgerError(f"{slug}: cannot migrate without a new run: " + "; ".join(problems))
+    ledger["parts"] = parts
+    ledger["headline"] = _headline_id(exp, parts)
+    ledger.setdefault("rederived", []).append(
+        {"date": _dt.date.today().isoformat(), "commit": git_provenance().get("commit"),
+         "reason": reason.strip(), "changes": lines,
+         **({"dropped_config": sorted(dropped)} if dropped else {})})
+    atomic_write_text(_root(root) / slug / LEDGER_FILE,
+                      json.dumps(ledger, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    return lines
+
+
 def check(slug: str, root: Path | None = None) -> dict:
     """Whether ``slug``'s ledger still matches the code: ``{"current", "reasons", "parts"}``.
 
@@ -744,7 +827,19 @@ def update_readmes(root: Path | None = None, *, check_only: bool = False,
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     usage = ("usage: python -m icml26.core.ledger readme [--check]\n"
-             "       python -m icml26.core.ledger rederive SLUG --reason TEXT")
+             "       python -m icml26.core.ledger rederive SLUG --reason TEXT\n"
+             "       python -m icml26.core.ledger migrate SLUG --reason TEXT [--drop-config KEY ...]")
+    if args[:1] == ["migrate"]:
+        if len(args) < 4 or args[2] != "--reason" or (args[4:] and args[4] != "--drop-config"):
+            print(usage)
+            return 2
+        try:
+            lines = migrate(args[1], args[3], dropped_config=args[5:])
+        except LedgerError as exc:
+            print(exc)
+            return 1
+        print("\n".join(lines))
+        return 0
     if args[:1] == ["rederive"]:
         if len(args) != 4 or args[2] != "--reason":
             print(usage)
