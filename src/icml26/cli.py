@@ -647,7 +647,9 @@ def reproduce(
 ) -> None:
     """Run every implemented reproduction (or --only some) and write one report.
 
-    With --quick (what make demo runs) all nineteen take about 4 minutes on two quiet cores with --jobs 2: 225 s wall, 366 CPU-s, measured 2026-12-05 with the model caches warm.
+    With --quick (what make demo runs) all nineteen take about 5 minutes on two quiet cores
+    with --jobs 2: 282 s wall, 468 CPU-s (fresh clone, 2026-12-05; docs/PERFORMANCE.md keeps
+    each measurement).
     """
     from icml26.core.catalog import method_folders
 
