@@ -1,0 +1,111 @@
+"""Can ONE signed linear map per state, shared across training masks, reach the state oracle?
+
+EpiTwin's signed unmixing read-out (a Resolution) holds one coefficient set per contact pair and
+lag (``K`` gated sets), shared by every mask it is trained on: 1 or 2 hidden shafts per window
+(``mask_shafts=(1, 2)``). The state oracle (``StateRidgeReconstructor``) solves a separate ridge
+for each mask. This script computes, in closed form on the routing world's training windows,
+the best map of the read-out's class given the TRUE state (the limit its positive control
+'EpiTwin given the true state' could reach):
+
+* ``pooled``: per state and target contact, the least-squares map over the training-mask
+  distribution (hidden inputs zeroed, as in the model), weights as ``EpiTwin._sample_masks``
+  draws them (conditional on the target's shaft being hidden: alone with probability 1/3, with
+  one other shaft 2/3, split evenly);
+* ``test-mask``: the same map fitted on single-shaft masks only (the test's leave-one-shaft-out
+  masks; equal to the oracle up to the ridge penalty).
+
+and evaluates both, with the oracle and global ridge, on the test windows (leave-one-shaft-out).
+No training, no torch: linear algebra on the Gram matrices (seconds).
+
+    python benchmarks/epitwin_pooled_map_diagnostic.py [--seeds 0 1 2] [--duration 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from icml26.epitwin.baselines import RidgeReconstructor, StateRidgeReconstructor, _state_gram
+from icml26.epitwin.experiment import W_ROUTE_FULL, protocol_data
+
+
+def pooled_maps(G: np.ndarray, n: int, shaft: np.ndarray, lags, alpha: float, single_only: bool) -> dict:
+    """Per target contact i: coefficients (n_feat,) over all lagged contacts (hidden ones get
+    zero input), fitted over the mask distribution given i's shaft is hidden."""
+    n_l = len(lags)
+    zero = list(lags).index(0)
+    feat_shaft = np.repeat(shaft, n_l)
+    ids = np.unique(shaft)
+    maps = {}
+    for i in range(len(shaft)):
+        c = shaft[i]
+        masks = [((c,), 1.0 if single_only else 1 / 3)]
+        if not single_only:
+            masks += [((c, d), (2 / 3) / (len(ids) - 1)) for d in ids if d != c]
+        A = np.zeros_like(G)
+        b = np.zeros(G.shape[0])
+        for hidden, w in masks:
+            P = (~np.isin(feat_shaft, hidden)).astype(float)
+            A += w * (P[:, None] * G * P[None, :])
+            b += w * P * G[:, i * n_l + zero]
+        A += alpha * n * np.eye(len(b))
+        maps[i] = np.linalg.solve(A, b)
+    return maps
+
+
+def apply_maps(maps_by_state, Z, labels, shaft, lags) -> np.ndarray:
+    """Leave-one-shaft-out predictions of the hidden contacts with per-sample state maps."""
+    from icml26.epitwin.baselines import lagged
+
+    out = np.zeros(Z.shape)
+    for c in np.unique(shaft):
+        Zm = np.array(Z, dtype=np.float64)
+        Zm[:, shaft == c] = 0.0
+        A = lagged(Zm, lags)                                      # (W, n_feat, T)
+        for i in np.flatnonzero(shaft == c):
+            for s, maps in enumerate(maps_by_state):
+                y = np.einsum("f,wft->wt", maps[i], A)
+                out[:, i] += y * (labels == s)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--duration", type=float, default=W_ROUTE_FULL.duration_s)
+    args = ap.parse_args()
+    lags, alpha = (-4, -2, 0, 2, 4), 1e-3
+    for seed in args.seeds:
+        cpu = time.process_time()
+        data = protocol_data(replace(W_ROUTE_FULL, brain_seed=seed, duration_s=args.duration))
+        Ztr, montage = data["train"][0]
+        Zte, _ = data["test"]
+        shaft = montage.shaft
+        grams, counts = _state_gram(Ztr, data["train_state"], lags, 2)
+        rows = {}
+        for name, single in (("pooled over training masks", False), ("fitted on test masks only", True)):
+            maps = [pooled_maps(G, int(n), shaft, lags, alpha, single) for G, n in zip(grams, counts)]
+            pred = apply_maps(maps, Zte, data["test_state"], shaft, lags)
+            rows[name] = float(np.sqrt(np.mean((pred - Zte) ** 2)))
+        oracle = StateRidgeReconstructor(lags, alpha).fit(Ztr, montage, data["train_state"])
+        ridge = RidgeReconstructor(lags, alpha).fit(Ztr, montage)
+
+        def loso(predict):
+            pred = np.zeros(Zte.shape)
+            for c in np.unique(shaft):
+                pred[:, shaft == c] = predict([c])[:, shaft == c]
+            return float(np.sqrt(np.mean((pred - Zte) ** 2)))
+
+        rows["state oracle (ridge per mask and true state)"] = loso(
+            lambda m: oracle.predict(Zte, montage, m, data["test_state"]))
+        rows["global ridge (per mask)"] = loso(lambda m: ridge.predict(Zte, montage, m))
+        print(f"brain seed {seed}: test RMSE, leave-one-shaft-out ({time.process_time() - cpu:.0f} CPU-s)")
+        for name, value in rows.items():
+            print(f"  {name:48s} {value:.4f}")
+
+
+if __name__ == "__main__":
+    main()
