@@ -226,6 +226,87 @@ def _state_gram(Z: np.ndarray, labels: np.ndarray, lags, n_states: int) -> list:
     return grams, counts
 
 
+def training_mask_distribution(shaft: np.ndarray, mask_shafts, target_shaft: int,
+                               max_per_size: int = 200, seed: int = 0) -> list:
+    """The masks :class:`~icml26.epitwin.estimator.EpiTwin` trains on that hide ``target_shaft``,
+    with their probabilities given that it is hidden: ``[(hidden shafts, weight), ...]``.
+
+    Training draws ``k`` uniformly in ``mask_shafts`` (capped at the number of shafts − 1),
+    then ``k`` shafts uniformly; given one shaft is hidden, size ``k`` has probability
+    proportional to ``k`` and the other ``k − 1`` shafts are uniform. Sizes with more than
+    ``max_per_size`` combinations are represented by that many draws (seeded).
+    """
+    import itertools
+    from math import comb
+
+    ids = [int(c) for c in np.unique(shaft)]
+    others = [c for c in ids if c != int(target_shaft)]
+    lo, hi = int(mask_shafts[0]), min(int(mask_shafts[1]), len(ids) - 1)
+    sizes = list(range(lo, hi + 1)) or [1]
+    total = sum(sizes)
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in sizes:
+        n = comb(len(others), k - 1)
+        if n <= max_per_size:
+            combos = list(itertools.combinations(others, k - 1))
+        else:
+            combos = [tuple(rng.choice(others, size=k - 1, replace=False)) for _ in range(max_per_size)]
+        out += [((int(target_shaft), *map(int, c)), (k / total) / len(combos)) for c in combos]
+    return out
+
+
+def pooled_unmixing_map(gram: np.ndarray, n_samples: int, shaft: np.ndarray, lags, alpha: float,
+                        mask_shafts=(1, 2), interp_logits: np.ndarray | None = None) -> np.ndarray:
+    """The least-squares map of the signed unmixing read-out's class, pooled over the training
+    masks (a **Resolution, not from the paper**: its start; see
+    :class:`~icml26.epitwin.model.SignedUnmixing`).
+
+    For each contact ``i``, one signed coefficient per contact and lag, shared by every
+    training mask that hides ``i``'s shaft (hidden inputs are zero), minimising the expected
+    squared error over :func:`training_mask_distribution` of the residual left by the
+    interpolation ``sum_j softmax_j(interp_logits_ij) x_j`` over the observed contacts (none
+    when ``interp_logits`` is None): ``[sum_m w_m P_m G P_m + alpha n I] M_i = sum_m w_m P_m
+    (G e_i - G v_i^m)``, with ``G`` the Gram of the lagged contacts (:func:`lagged` layout) over
+    ``n_samples`` samples. Returns ``M`` of shape (N, N, n_lags): ``M[i, j, l]`` multiplies
+    contact ``j`` at ``lags[l]`` for target ``i``.
+    """
+    lags = [int(lag) for lag in lags]
+    if 0 not in lags:
+        raise ValueError(f"lags must contain 0, got {lags}")
+    shaft = np.asarray(shaft)
+    N, n_l, zero = len(shaft), len(lags), lags.index(0)
+    if gram.shape != (N * n_l, N * n_l):
+        raise ValueError(f"gram must be ({N * n_l}, {N * n_l}) for {N} contacts x {n_l} lags, "
+                         f"got {gram.shape}")
+    feat_shaft = np.repeat(shaft, n_l)
+    out = np.zeros((N, N, n_l))
+    for c in np.unique(shaft):
+        masks = training_mask_distribution(shaft, mask_shafts, int(c))
+        seen = feat_shaft != c                  # the own shaft's inputs are always hidden: no coefficient
+        A = alpha * n_samples * np.eye(int(seen.sum()))
+        keep = []
+        for hidden, w in masks:
+            P = ~np.isin(feat_shaft, hidden)
+            A += w * (gram * (P[:, None] & P[None, :]))[np.ix_(seen, seen)]
+            keep.append((hidden, w, P))
+        for i in np.flatnonzero(shaft == c):
+            b = np.zeros(N * n_l)
+            for hidden, w, P in keep:
+                target = gram[:, i * n_l + zero].copy()
+                if interp_logits is not None:
+                    obs = ~np.isin(shaft, hidden)
+                    logit = np.where(obs, interp_logits[i], -np.inf)
+                    v = np.exp(logit - logit[obs].max())
+                    v /= v.sum()
+                    target -= gram[:, zero::n_l] @ v
+                b += w * P * target
+            coef = np.zeros(N * n_l)
+            coef[seen] = np.linalg.solve(A, b[seen])
+            out[i] = coef.reshape(N, n_l)
+    return out
+
+
 class StateRidgeReconstructor:
     """Ridge with lags fitted separately for each network state (a Resolution).
 

@@ -463,6 +463,9 @@ class _NeuralReconstructor(BaseReconstructor):
         met = reconstruction_metrics(np.concatenate(truth), np.concatenate(pred), self.fs_)
         return rmse, float(met["lsd"]), float(met["soi"])
 
+    def _start(self, model, patients):
+        """Set start values that depend on the training data (none by default)."""
+
     def _fit(self, patients, val):
         self._check_params()
         self.device_ = resolve_device(getattr(self, "device", "cpu"))
@@ -481,6 +484,7 @@ class _NeuralReconstructor(BaseReconstructor):
             p["t"] = _on(self._patient_tensors(p["montage"]), self._device())
         self._fit_functional(patients)
         model = self._build().to(self._device())
+        self._start(model, patients)
         n_adv = int(round(0.3 * self.epochs)) if self.adversarial else 0
         n_rec = self.epochs - n_adv
         steps = max(1, n_rec * sum(math.ceil(len(p["Z"]) / self.batch_size) for p in patients))
@@ -712,6 +716,13 @@ class EpiTwin(_NeuralReconstructor):
         takes one patient and ``predict`` that montage only (``False`` for unseen montages).
     n_regimes : int
         Number of gated coefficient sets.
+    unmixing_start : {"zero", "least_squares"}
+        Where the signed unmixing's coefficients start: at zero (step 0 predicts like the
+        geometry start's interpolation), or, a **Resolution, not from the paper**, at the
+        least-squares map of the read-out's class pooled over the training masks, fitted to the
+        residual of that interpolation (:func:`~icml26.epitwin.baselines.pooled_unmixing_map`;
+        step 0 then predicts like that linear map, and training only has to learn how it
+        changes with the state the transformer reads).
     n_context : int
         Number of known context labels (0: none); ``fit``/``predict`` then take ``context``,
         a label per sample (the positive control gives the true network state this way).
@@ -754,8 +765,10 @@ class EpiTwin(_NeuralReconstructor):
                  mask_shafts: tuple = (1, 2), observed_weight: float = 0.1, seed: int = 0,
                  geometry_start: bool = True, mask_hidden_keys: bool = True,
                  signed_unmixing: bool = True, n_regimes: int = UNMIXING_REGIMES,
-                 n_context: int = 0, refine_checkpoint: str = "best_rmse", device="cpu"):
+                 n_context: int = 0, refine_checkpoint: str = "best_rmse", device="cpu",
+                 unmixing_start: str = "zero"):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
+        self.unmixing_start = unmixing_start
         self.geometry_start, self.mask_hidden_keys = geometry_start, mask_hidden_keys
         self.signed_unmixing, self.n_regimes, self.n_context = signed_unmixing, n_regimes, n_context
         self.refine_checkpoint, self.device = refine_checkpoint, device
@@ -773,6 +786,11 @@ class EpiTwin(_NeuralReconstructor):
         check_int(self.k_lap, "k_lap", min_value=1)
         check_int(self.n_regimes, "n_regimes", min_value=1)
         check_int(self.n_context, "n_context", min_value=0)
+        check_choice(self.unmixing_start, "unmixing_start", ("zero", "least_squares"))
+        if self.unmixing_start == "least_squares" and self.signed_unmixing and \
+                self.use_gfba and self.use_functional and self.functional == "dynamic":
+            raise ValueError("unmixing_start='least_squares' needs a fixed interpolation at the "
+                             "start: functional='static' or 'predicted' (got 'dynamic')")
 
     def _fit(self, patients, val):
         if self.signed_unmixing and len({p["key"] for p in patients}) > 1:
@@ -786,6 +804,40 @@ class EpiTwin(_NeuralReconstructor):
         if not self.use_functional:
             return None
         return super()._functional(t, x, mask, key)
+
+    def _start(self, model, patients):
+        """The least-squares start of the signed unmixing (``unmixing_start="least_squares"``):
+        every regime's coefficients at :func:`~icml26.epitwin.baselines.pooled_unmixing_map` of
+        the training windows, the residual of the step-0 interpolation, so that step 0 predicts
+        like the best map of the read-out's class pooled over the training masks."""
+        if not (self.signed_unmixing and self.unmixing_start == "least_squares"):
+            return
+        from .baselines import lagged, pooled_unmixing_map
+        from .model import log_distance_logits
+
+        p = patients[0]
+        t, shaft, lags = p["t"], p["montage"].shaft, model.unmixing.lags
+        n_feat = len(shaft) * len(lags)
+        G = np.zeros((n_feat, n_feat))
+        for i in range(0, len(p["Z"]), 16):
+            A = lagged(np.asarray(p["Z"][i:i + 16], dtype=np.float64), lags)
+            A = A.transpose(1, 0, 2).reshape(n_feat, -1)
+            G += A @ A.T
+        logits = None
+        if model.geometry_start:
+            with torch.no_grad():
+                if self.use_gfba:
+                    F = self._functional(t, None, None, p["key"])
+                    bias = model.blocks[0].spatial.bias(t["dist"], t["same_shaft"], F)
+                    logits = bias.mean(-3).reshape(len(shaft), len(shaft))
+                else:
+                    logits = log_distance_logits(t["dist"])
+            logits = to_numpy(logits).astype(np.float64)
+        M = pooled_unmixing_map(G, p["Z"].shape[0] * p["Z"].shape[2], shaft, lags, alpha=1e-3,
+                                mask_shafts=self.mask_shafts, interp_logits=logits)
+        with torch.no_grad():
+            coef = model.unmixing.coef
+            coef[:, :len(shaft), :len(shaft)] = torch.as_tensor(M, dtype=coef.dtype, device=coef.device)
 
     def _build(self):
         return EpiTwinGenerator(self.d_model, self.n_layers, self.n_heads, self.patch, self.k_lap,
