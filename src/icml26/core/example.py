@@ -1,9 +1,11 @@
 """A worked example experiment (not a paper): the sample mean's error shrinks as 1/sqrt(n).
 
 It exercises every piece of the framework (configs, seeds, per-seed tasks, a table, a
-figure, a passing and an optional failing claim, a job that raises) and is the template
-for a method's ``experiment.py``. It is *not* registered by discovery; tests and
-curious users call ``register(EXPERIMENT)``.
+figure, a passing and an optional failing claim, a job that raises). Its claims are built in
+code (``Result(claims=[...])``), the path an experiment outside icml26's method folders can
+use; a method folder declares its claims as data instead (``claims.toml``, see
+:mod:`icml26.core.claims`; ``src/icml26/pem`` is the template). It is *not* registered by
+discovery; tests and curious users call ``register(EXPERIMENT)``.
 
 Examples
 --------
