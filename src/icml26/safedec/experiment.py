@@ -83,8 +83,11 @@ DEV_RECIPES = {
 #: the success-rate claims.
 DEV_METRIC = "success"
 
-#: The recipe the claims use: the dev part's choice (``icml26 run safedec --exp dev``).
-CHOSEN_RECIPE = "spec"
+#: The recipe the claims use: the dev part's choice (``icml26 run safedec --exp dev``). Dev free
+#: SR (sampled, %) on seed 100: spec 40.5, ls0 56.5, ls0_goal 77.0, ls0_goal_4k 79.5 (chosen);
+#: confirmed on seed 101: 88.5. ``--set label_smoothing=0.1 goal_features=false n_demos=2000``
+#: restores the earlier policy ("spec").
+CHOSEN_RECIPE = "ls0_goal_4k"
 
 
 def recipe(name: str) -> dict:
@@ -111,6 +114,12 @@ def choose_recipe(scores: dict) -> str:
             raise ValueError(f"scores[{name!r}] must be a finite number, got {value!r}")
     best = max(scores.values())
     return next(name for name, value in scores.items() if value == best)
+
+
+def recipe_name(config) -> str:
+    """The name of the :data:`DEV_RECIPES` entry ``config`` trains with (``"custom"`` if none)."""
+    fields = {k: getattr(config, k, v) for k, v in BASE_RECIPE.items()}
+    return next((name for name in DEV_RECIPES if recipe(name) == fields), "custom")
 
 
 _POLICY = recipe(CHOSEN_RECIPE)
@@ -344,12 +353,15 @@ def summarize_main(jobs, config: MainConfig) -> Result:
     cap = 100.0 * (1.0 - floor) ** max(greedy_len - 1.0, 0.0) if np.isfinite(greedy_len) else float("nan")
     meas["competence"] = Measurement(
         _mean(df, "free", "uncon", "success"),
-        note=(f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing ≈ {cap:.0f} %"
-              if np.isfinite(greedy_sr) else ""))
+        note=(f"policy recipe {recipe_name(config)!r}; "
+              + (f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing ≈ {cap:.0f} %"
+                 if np.isfinite(greedy_sr) else "")))
     if np.isfinite(greedy_sr):
-        notes.append(f"E1(a) free-family success: sampled (τ = 1, the spec's acceptance) "
-                     f"{_mean(df, 'free', 'uncon', 'success'):.1f} %, greedy {greedy_sr:.1f} %. "
-                     f"Label smoothing {config.label_smoothing:g} trains every non-target token, STOP "
+        notes.append(f"E1(a) free-family success of the policy recipe {recipe_name(config)!r}: sampled "
+                     f"(τ = 1, the spec's acceptance) {_mean(df, 'free', 'uncon', 'success'):.1f} %, "
+                     f"greedy {greedy_sr:.1f} %.")
+    if np.isfinite(greedy_sr) and config.label_smoothing > 0:
+        notes.append(f"Label smoothing {config.label_smoothing:g} trains every non-target token, STOP "
                      f"included, towards probability {config.label_smoothing:g}/{N_TOKENS} = {floor:.4f}, so "
                      f"a sampled episode of the ~{greedy_len:.0f} steps a greedy success takes survives without "
                      f"an early STOP with probability ≈ (1 − {floor:.4f})^{greedy_len - 1:.0f} = {cap:.0f} %: "
