@@ -3,7 +3,9 @@
 E1 main table (avoid / geofence / free families; Uncon, Filter, Reject(3), HCD, RCD),
 E2 α sweep, E3 dynamics mismatch (with HCD-δ), E4 exact conditioning on a tiny world,
 E5 decode overhead and scaling. All decoders share maps, starts, goals and per-step
-uniforms (common random numbers).
+uniforms (common random numbers). The policy's training recipe is chosen on dev seeds by a
+rule fixed in code (:data:`DEV_RECIPES`, :data:`DEV_METRIC`, :func:`choose_recipe`; opt-in
+part ``dev``) and used by every part through :data:`CHOSEN_RECIPE`.
 """
 
 from __future__ import annotations
