@@ -3,12 +3,15 @@
 E1 main table (avoid / geofence / free families; Uncon, Filter, Reject(3), HCD, RCD),
 E2 α sweep, E3 dynamics mismatch (with HCD-δ), E4 exact conditioning on a tiny world,
 E5 decode overhead and scaling. All decoders share maps, starts, goals and per-step
-uniforms (common random numbers).
+uniforms (common random numbers). The policy's training recipe is chosen on dev seeds by a
+rule fixed in code (:data:`DEV_RECIPES`, :data:`DEV_METRIC`, :func:`choose_recipe`; opt-in
+part ``dev``) and used by every part through :data:`CHOSEN_RECIPE`.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import dataclasses
 import time
 from dataclasses import asdict, dataclass
@@ -23,7 +26,7 @@ from ..core.claims import Measurement
 from ..core.experiment import Experiment, Part, Result, register
 from ..core.figures import subplots
 from ..core.stats import loglog_slope, paired_t_interval, summary_table
-from .data import CELL, GRID, N_TOKENS, ROT_L, ROT_R, FWD, FAST, BACK, WorldConfig, lattice_step
+from .data import CELL, GRID, N_TOKENS, STOP, ROT_L, ROT_R, FWD, FAST, BACK, WorldConfig, lattice_step
 from .decoding import SafeDecoder
 from .baselines import RejectionDecoder
 from .exact import exact_sequence_laws, total_variation
@@ -48,6 +51,80 @@ def _summ(m: dict) -> dict:
     out["overhead_ms"] = float(m["overhead_ms"])
     out["forward_ms"] = float(m["forward_ms"])
     return out
+
+
+# -- the policy's training recipe, chosen on dev seeds ---------------------------------------------
+
+#: The spec's recipe with this package's deviations (2,000 steps, no dropout; spec §5: 800 steps,
+#: dropout 0.1, which reached 1–18 % free success here). Every recipe below overrides it.
+BASE_RECIPE = {"n_demos": 2000, "train_steps": 2000, "dropout": 0.0, "label_smoothing": 0.1,
+               "goal_features": False}
+
+#: Seeds of the recipe search: (stage 1, stage 2). Never the test seeds of the claims (0–4); a
+#: dev seed trains its own policies and is judged on its own dev-split episodes.
+DEV_SEEDS = (100, 101)
+
+#: The candidate recipes, fixed before any test seed ran with them. They answer the diagnosis of
+#: the recorded policy on dev seed 100 (free family, 200 dev episodes, τ = 1): 57 % of episodes
+#: STOP before the goal — half of them far from it, at the label-smoothing floor
+#: P(STOP) = 0.1/7 ≈ 1.4 % per step; half 2–3 cells from it, where the (g − p)/8 encoding tells
+#: neighbouring cells apart by 0.03 input units — and 5 % (greedy 20 %) never stop.
+DEV_RECIPES = {
+    "spec": {},                                                      # the recorded policy
+    "ls0": {"label_smoothing": 0.0},                                 # no label smoothing
+    "ls0_goal": {"label_smoothing": 0.0, "goal_features": True},     # + goal offset in cells
+    "ls0_goal_4k": {"label_smoothing": 0.0, "goal_features": True, "n_demos": 4000},  # + 2× demos
+}
+
+#: The dev rule (written before the search ran): stage 1 trains every recipe on DEV_SEEDS[0] and
+#: scores it by the sampled (τ = 1, the spec's acceptance) success rate on the *free* family over
+#: ``DevConfig.episodes`` dev-split episodes; the recipe with the highest score is chosen (ties:
+#: the earlier recipe in DEV_RECIPES, the simpler one). Stage 2 trains the chosen recipe on
+#: DEV_SEEDS[1] and reports its dev score there (a confirmation, not a second choice). The
+#: choice then applies to every test seed; the competence control on the test seeds still gates
+#: the success-rate claims.
+DEV_METRIC = "success"
+
+#: The recipe the claims use: the dev part's choice (``icml26 run safedec --exp dev``). Dev free
+#: SR (sampled, %) on seed 100: spec 40.5, ls0 56.5, ls0_goal 77.0, ls0_goal_4k 79.5 (chosen);
+#: confirmed on seed 101: 88.5. ``--set label_smoothing=0.1 goal_features=false n_demos=2000``
+#: restores the earlier policy ("spec").
+CHOSEN_RECIPE = "ls0_goal_4k"
+
+
+def recipe(name: str) -> dict:
+    """The full training recipe ``name`` of :data:`DEV_RECIPES` (over :data:`BASE_RECIPE`)."""
+    if name not in DEV_RECIPES:
+        raise ValueError(f"recipe must be one of {sorted(DEV_RECIPES)}, got {name!r}")
+    return {**BASE_RECIPE, **DEV_RECIPES[name]}
+
+
+def choose_recipe(scores: dict) -> str:
+    """The dev rule: the recipe with the highest dev score; ties go to the earlier recipe.
+
+    Parameters
+    ----------
+    scores : dict
+        ``{recipe name: dev score}`` (sampled free success, %), in the order the recipes are
+        listed; every value finite.
+    """
+    if not isinstance(scores, dict) or not scores:
+        raise ValueError("scores must be a non-empty dict {recipe: score}")
+    for name, value in scores.items():
+        if not isinstance(value, (int, float, np.floating, np.integer)) or isinstance(value, bool) \
+                or not np.isfinite(value):
+            raise ValueError(f"scores[{name!r}] must be a finite number, got {value!r}")
+    best = max(scores.values())
+    return next(name for name, value in scores.items() if value == best)
+
+
+def recipe_name(config) -> str:
+    """The name of the :data:`DEV_RECIPES` entry ``config`` trains with (``"custom"`` if none)."""
+    fields = {k: getattr(config, k, v) for k, v in BASE_RECIPE.items()}
+    return next((name for name in DEV_RECIPES if recipe(name) == fields), "custom")
+
+
+_POLICY = recipe(CHOSEN_RECIPE)
 
 
 # -- E1: main table --------------------------------------------------------------------------------
@@ -80,10 +157,11 @@ class MainConfig:
     intervals: bool = True    # False: the old point rules (mean gap; E1(f) min over seeds)
     controls: bool = True     # roll out the random-restriction stand-in (safe_uniform)
     greedy: bool = True
-    n_demos: int = 2000
-    train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
-    dropout: float = 0.0      # deviation: spec 0.1 (regularisation hurt closed-loop success)
-    label_smoothing: float = 0.1
+    n_demos: int = _POLICY["n_demos"]            # the training recipe: CHOSEN_RECIPE
+    train_steps: int = _POLICY["train_steps"]
+    dropout: float = _POLICY["dropout"]
+    label_smoothing: float = _POLICY["label_smoothing"]
+    goal_features: bool = _POLICY["goal_features"]
     p_on: float = 0.3
     p_slow: float = 0.25
     fence_margin_min: float = 0.25
@@ -95,11 +173,16 @@ def _world(config) -> WorldConfig:
                        fence_margin=(config.fence_margin_min, config.fence_margin_max))
 
 
+def _policy(config, seed: int):
+    """The cached policy of ``seed`` under the training recipe of ``config``."""
+    extra = {"goal_features": True} if getattr(config, "goal_features", False) else {}  # old cache keys kept
+    return policy_for(seed, n_demos=config.n_demos, steps=config.train_steps, dropout=config.dropout,
+                      label_smoothing=config.label_smoothing, device=job_device(), **extra)
+
+
 def _setup(config, seed: int, world: WorldConfig = WorldConfig()):
     """The cached policy of ``seed``, its evaluation episodes and common random numbers."""
-    policy = policy_for(seed, n_demos=config.n_demos, steps=config.train_steps, dropout=config.dropout,
-                        label_smoothing=config.label_smoothing, device=job_device())
-    return policy, episodes_for(seed, config.episodes, world), uniforms_for(seed, config.episodes)
+    return _policy(config, seed), episodes_for(seed, config.episodes, world), uniforms_for(seed, config.episodes)
 
 
 def rcd_bar(u_sat: float, u_sr: float, h_sr: float) -> tuple:
@@ -272,12 +355,15 @@ def summarize_main(jobs, config: MainConfig) -> Result:
     cap = 100.0 * (1.0 - floor) ** max(greedy_len - 1.0, 0.0) if np.isfinite(greedy_len) else float("nan")
     meas["competence"] = Measurement(
         _mean(df, "free", "uncon", "success"),
-        note=(f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing ≈ {cap:.0f} %"
-              if np.isfinite(greedy_sr) else ""))
+        note=(f"policy recipe {recipe_name(config)!r}; "
+              + (f"greedy {greedy_sr:.1f} %; sampling cap from label smoothing ≈ {cap:.0f} %"
+                 if np.isfinite(greedy_sr) else "")))
     if np.isfinite(greedy_sr):
-        notes.append(f"E1(a) free-family success: sampled (τ = 1, the spec's acceptance) "
-                     f"{_mean(df, 'free', 'uncon', 'success'):.1f} %, greedy {greedy_sr:.1f} %. "
-                     f"Label smoothing {config.label_smoothing:g} trains every non-target token, STOP "
+        notes.append(f"E1(a) free-family success of the policy recipe {recipe_name(config)!r}: sampled "
+                     f"(τ = 1, the spec's acceptance) {_mean(df, 'free', 'uncon', 'success'):.1f} %, "
+                     f"greedy {greedy_sr:.1f} %.")
+    if np.isfinite(greedy_sr) and config.label_smoothing > 0:
+        notes.append(f"Label smoothing {config.label_smoothing:g} trains every non-target token, STOP "
                      f"included, towards probability {config.label_smoothing:g}/{N_TOKENS} = {floor:.4f}, so "
                      f"a sampled episode of the ~{greedy_len:.0f} steps a greedy success takes survives without "
                      f"an early STOP with probability ≈ (1 − {floor:.4f})^{greedy_len - 1:.0f} = {cap:.0f} %: "
@@ -375,10 +461,11 @@ class AlphaConfig:
     alphas: tuple = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 25.0)
     beta: float = 2.0         # the spec's RCD resolution (β = 2, r_clip = 1); E1 uses the bounded bonus
     r_clip: float = 1.0
-    n_demos: int = 2000
-    train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
-    dropout: float = 0.0      # deviation: spec 0.1 (regularisation hurt closed-loop success)
-    label_smoothing: float = 0.1
+    n_demos: int = _POLICY["n_demos"]            # the training recipe: CHOSEN_RECIPE
+    train_steps: int = _POLICY["train_steps"]
+    dropout: float = _POLICY["dropout"]
+    label_smoothing: float = _POLICY["label_smoothing"]
+    goal_features: bool = _POLICY["goal_features"]
 
 
 @uses_device
@@ -419,10 +506,11 @@ class MismatchConfig:
     beta: float = 2.0         # the spec's RCD resolution (β = 2, r_clip = 1)
     r_clip: float = 1.0
     intervals: bool = True    # False: the spec's point rule (difference of the means)
-    n_demos: int = 2000
-    train_steps: int = 2000   # deviation: spec 800 (too few for a competent policy here)
-    dropout: float = 0.0      # deviation: spec 0.1 (regularisation hurt closed-loop success)
-    label_smoothing: float = 0.1
+    n_demos: int = _POLICY["n_demos"]            # the training recipe: CHOSEN_RECIPE
+    train_steps: int = _POLICY["train_steps"]
+    dropout: float = _POLICY["dropout"]
+    label_smoothing: float = _POLICY["label_smoothing"]
+    goal_features: bool = _POLICY["goal_features"]
 
 
 @uses_device
@@ -723,6 +811,97 @@ def summarize_scaling(jobs, config: ScalingConfig) -> Result:
                   measurements=meas, notes=notes)
 
 
+# -- dev: the training recipe, chosen on dev seeds --------------------------------------------------
+
+@dataclass(frozen=True)
+class DevConfig:
+    """The recipe search (opt-in part ``dev``): :data:`DEV_RECIPES` on :data:`DEV_SEEDS` by the
+    rule of :data:`DEV_METRIC` (see there); free family, dev-split episodes only."""
+
+    episodes: int = 200
+    recipes: tuple = tuple(DEV_RECIPES)
+    p_on: float = 0.3
+    p_slow: float = 0.25
+    fence_margin_min: float = 0.25
+    fence_margin_max: float = 1.0
+
+
+def _dev_tasks(config: DevConfig):
+    return [{"recipe": r} for r in config.recipes]
+
+
+@functools.lru_cache(maxsize=64)   # stage 2 recomputes stage 1's scores: once per process
+def dev_score(config: DevConfig, seed: int, name: str) -> dict:
+    """Train (or load) recipe ``name`` on ``seed`` and roll it out on the free family of the dev split.
+
+    Returns sampled (τ = 1) and greedy success, and the sampled episodes' outcomes: ``early_stop``
+    (STOP away from the goal), ``no_stop`` (the horizon ran out), in %.
+    """
+    rec = recipe(name)
+    policy = _policy(SimpleRecipe(**rec), seed)
+    episodes = episodes_for(seed, config.episodes, _world(config), split="dev")
+    uniforms = uniforms_for(seed, config.episodes, split="dev")
+    out = {"recipe": name, **{k: rec[k] for k in BASE_RECIPE}}
+    for label, greedy in (("", False), ("greedy_", True)):
+        m = rollout(policy, episodes, "free", "uncon", uniforms=uniforms, greedy=greedy)
+        stopped = (m["tokens"] == STOP).any(axis=1)
+        out[f"{label}success"] = 100.0 * float(np.mean(m["success"]))
+        out[f"{label}early_stop"] = 100.0 * float(np.mean(stopped & ~m["success"]))
+        out[f"{label}no_stop"] = 100.0 * float(np.mean(~stopped))
+    return out
+
+
+@dataclass(frozen=True)
+class SimpleRecipe:
+    """A training recipe as the attributes :func:`_policy` reads."""
+
+    n_demos: int
+    train_steps: int
+    dropout: float
+    label_smoothing: float
+    goal_features: bool
+
+
+@uses_device
+def run_dev(config: DevConfig, seed: int, task: dict) -> dict:
+    """Stage 1 (``DEV_SEEDS[0]``): score the task's recipe. Stage 2 (``DEV_SEEDS[1]``): only
+    the stage-1 choice is trained and scored (its stage-1 scores are recomputed from the cached
+    policies); the other tasks return ``{"skipped": True}``."""
+    name = task["recipe"]
+    if seed == DEV_SEEDS[0]:
+        return {"stage": 1, **dev_score(config, seed, name)}
+    if seed != DEV_SEEDS[1]:
+        raise ValueError(f"the dev part runs on DEV_SEEDS {DEV_SEEDS} only, got seed {seed}")
+    chosen = choose_recipe({r: dev_score(config, DEV_SEEDS[0], r)[DEV_METRIC] for r in config.recipes})
+    if name != chosen:
+        return {"stage": 2, "recipe": name, "skipped": True}
+    return {"stage": 2, **dev_score(config, seed, name)}
+
+
+def summarize_dev(jobs, config: DevConfig) -> Result:
+    order = {r: k for k, r in enumerate(config.recipes)}
+    rows = [{"seed": j.seed, **j.metrics} for j in sorted(jobs, key=lambda j: (j.seed, order.get(j.metrics["recipe"], 99)))
+            if not j.metrics.get("skipped")]
+    table = pd.DataFrame(rows)
+    stage1 = {r["recipe"]: r[DEV_METRIC] for r in rows if r["stage"] == 1}
+    meas, notes = {}, []
+    if set(stage1) != set(config.recipes):
+        missing = sorted(set(config.recipes) - set(stage1))
+        meas["chosen_dev_sr"] = Measurement(float("nan"), incomplete=f"stage 1 lacks {missing}")
+        meas["confirm_dev_sr"] = Measurement(float("nan"), incomplete=f"stage 1 lacks {missing}")
+        return Result(tables={"dev: free-family success per recipe (%)": table}, measurements=meas)
+    chosen = choose_recipe({r: stage1[r] for r in config.recipes})
+    confirm = [r for r in rows if r["stage"] == 2 and r["recipe"] == chosen]
+    meas["chosen_dev_sr"] = Measurement(stage1[chosen], note=f"recipe {chosen!r} on dev seed {DEV_SEEDS[0]}")
+    meas["confirm_dev_sr"] = (Measurement(confirm[0][DEV_METRIC], note=f"recipe {chosen!r} on dev seed {DEV_SEEDS[1]}")
+                              if confirm else Measurement(float("nan"), incomplete="stage 2 did not run"))
+    notes.append(f"dev rule: argmax of sampled free SR on seed {DEV_SEEDS[0]} over {list(config.recipes)} "
+                 f"-> {chosen!r}; the claims use CHOSEN_RECIPE = {CHOSEN_RECIPE!r}"
+                 + ("" if chosen == CHOSEN_RECIPE else " (DIFFERENT: update CHOSEN_RECIPE)"))
+    return Result(tables={"dev: free-family success per recipe (%)": table.round(2)}, measurements=meas,
+                  notes=notes)
+
+
 # -- registration --------------------------------------------------------------------------------
 
 EXPERIMENT = register(Experiment(
@@ -738,5 +917,7 @@ EXPERIMENT = register(Experiment(
              full=ExactConfig(), seeds=(0,), quick_seeds=(0,)),
         Part("scaling", run_scaling, summarize_scaling, quick=ScalingConfig(repeats=5, steps=100),
              full=ScalingConfig(), seeds=(0,), quick_seeds=(0,)),
+        Part("dev", run_dev, summarize_dev, quick=DevConfig(episodes=50, recipes=("spec", "ls0")),
+             full=DevConfig(), seeds=DEV_SEEDS, quick_seeds=DEV_SEEDS, tasks=_dev_tasks),
     ],
 ))

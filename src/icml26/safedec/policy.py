@@ -22,9 +22,25 @@ from torch.nn import functional as F
 from ..core.device import resolve_device
 from ..core.io import atomic_file
 from ..core.validation import check_int, check_tensor
-from .data import N_TOKENS, OBS_DIM, T_MAX, cache_dir, cache_key
+from .data import CELL, N_TOKENS, OBS_DIM, T_MAX, cache_dir, cache_key
 
 __all__ = ["NavTransformer", "train_bc", "load_or_train"]
+
+
+GOAL_FEATURES = 4
+
+
+def goal_fine_features(obs: torch.Tensor) -> torch.Tensor:
+    """Near-goal features in lattice cells, computed from a LatticeNav observation ``o_t``.
+
+    ``o_t`` carries the goal offset as ``(g − p)/8`` m, so one cell is 0.03 input units and the
+    goal cell is hard to tell from its neighbours. These features restate it in cells: the
+    offset clipped to ±4 cells and scaled to ±1, and ``exp(−d²/2)``, ``exp(−d²/8)`` of the
+    distance ``d`` in cells (1 at the goal, 0.61 / 0.88 one cell away). Shape (..., 4).
+    """
+    rel = obs[..., 2:4] * (8.0 / CELL)
+    d2 = (obs[..., 4:5] * (8.0 / CELL)) ** 2
+    return torch.cat([rel.clamp(-4.0, 4.0) / 4.0, torch.exp(-d2 / 2.0), torch.exp(-d2 / 8.0)], dim=-1)
 
 
 class _Block(nn.Module):
@@ -76,6 +92,13 @@ class NavTransformer(nn.Module):
     context : int
         Maximum sequence length.
     dropout : float
+    window : int, optional
+        Attend to the last ``window`` steps only.
+    positional : bool
+        Add the learned position embedding ``P[t]``.
+    goal_features : bool
+        Also feed :func:`goal_fine_features` of the observation (the goal offset in cells)
+        through its own linear layer (off by default: the spec's 94-dim input only).
 
     References
     ----------
@@ -95,7 +118,7 @@ class NavTransformer(nn.Module):
 
     def __init__(self, obs_dim: int = OBS_DIM, n_tokens: int = N_TOKENS, dim: int = 64, heads: int = 4,
                  ff: int = 128, layers: int = 2, context: int = T_MAX, dropout: float = 0.1,
-                 window: int | None = None, positional: bool = True):
+                 window: int | None = None, positional: bool = True, goal_features: bool = False):
         super().__init__()
         self.obs_dim, self.n_tokens, self.context = obs_dim, n_tokens, context
         self.window = window
@@ -110,9 +133,13 @@ class NavTransformer(nn.Module):
         # GPT-2-style small embedding init: N(0, 1) embeddings would swamp W_o o_t (|o_t| ~ 1)
         nn.init.normal_(self.token_emb.weight, std=0.02)
         nn.init.normal_(self.pos_emb.weight, std=0.02)
+        # created last, so a model without it draws the same initial weights as before
+        self.goal_in = nn.Linear(GOAL_FEATURES, dim) if goal_features else None
 
     def _embed(self, obs, prev_tokens, positions):
         x = self.obs_in(obs) + self.token_emb(prev_tokens)
+        if self.goal_in is not None:
+            x = x + self.goal_in(goal_fine_features(obs))
         return x + self.pos_emb(positions) if self.positional else x
 
     def forward(self, obs: torch.Tensor, prev_tokens: torch.Tensor,
@@ -281,4 +308,4 @@ def load_or_train(demo_fn, demo_key: dict, seed: int, steps: int, device="cpu",
     return model
 
 
-_MODEL_KEYS = {"dim", "heads", "ff", "layers", "context", "dropout", "window", "positional"}
+_MODEL_KEYS = {"dim", "heads", "ff", "layers", "context", "dropout", "window", "positional", "goal_features"}
