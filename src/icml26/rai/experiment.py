@@ -228,34 +228,43 @@ def select_strength(dev_rows: list[dict], max_over_refusal: float) -> float:
 #: the stages whose image samples carry it, and whether S3 trains the projector) tried on the dev
 #: seeds by ``benchmarks/rai_align_dev.py``, in order of preference (weaker intervention first),
 #: and the dev seeds (disjoint from the test seeds 0-2). The entries after the third were added
-#: after the S2-only ones failed on dev (S3 trains the projector again and erodes what S2
-#: aligned: dev seed 12, weight 5, AUROC 1.00 after S2, 0.81 after S3).
+#: on dev after the S2-only ones failed there (S3 trains the projector again and erodes what S2
+#: aligned: dev seed 12, weight 5, AUROC 1.00 after S2, 0.81 after S3); each later entry after
+#: the earlier ones failed on dev seed 10 (entries 4-9 were run on seed 10 only: each failed
+#: there). The dev rows are in ``ledger/rai/align_dev.jsonl``.
 ALIGN_GRID = (
     {"align_weight": 0.0},
     {"align_weight": 1.0},
     {"align_weight": 5.0},
     {"align_weight": 1.0, "align_stages": ("s2", "s3")},
     {"align_weight": 5.0, "align_stages": ("s2", "s3")},
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "s3_embeddings": False},
+    {"align_weight": 1.0, "s3_projector": False},
+    {"align_weight": 5.0, "s3_projector": False},
+    {"align_weight": 5.0, "s3_embeddings": False},
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "s3_caption_share": 0.2},
 )
 ALIGN_DEV_SEEDS = (10, 11)
 #: The selection control's bar (claims.toml ``glyphsafe/selection_auroc``), the dev target.
 MIN_SELECTION_AUROC = 0.85
 
 
-def select_alignment(rows: list[dict], grid=ALIGN_GRID, min_auroc: float = MIN_SELECTION_AUROC) -> dict:
+def select_alignment(rows: list[dict], grid=ALIGN_GRID, min_auroc: float = MIN_SELECTION_AUROC,
+                     seeds=ALIGN_DEV_SEEDS) -> dict:
     """The pre-registered rule for the alignment setting (an entry of ``grid``): the first entry
     whose every dev seed keeps the premise and the oracle control and reaches a selection-control
     AUROC ≥ ``min_auroc``; if none does, the entry with the highest worst-seed AUROC among those
     that keep the premise on every dev seed (ties to the earlier entry); if none keeps it, the
-    first entry.
+    first entry. Only entries measured on every seed of ``seeds`` are eligible (an entry that
+    already fails on the first dev seed need not be run on the others).
 
-    ``rows``: one dict per (entry, dev seed) with ``setting`` (the entry's index in ``grid``),
-    ``premise_passed``, ``oracle_passed`` and ``selection_auroc``.
+    ``rows``: one dict per (entry, dev seed) with ``seed``, ``setting`` (the entry's index in
+    ``grid``), ``premise_passed``, ``oracle_passed`` and ``selection_auroc``.
     """
     by_setting: dict = {i: [] for i in range(len(grid))}
     for row in rows:
         by_setting[int(row["setting"])].append(row)
-    tried = [i for i in range(len(grid)) if by_setting[i]]
+    tried = [i for i in range(len(grid)) if {r["seed"] for r in by_setting[i]} >= set(seeds)]
     for i in tried:
         if all(r["premise_passed"] and r["oracle_passed"] and r["selection_auroc"] >= min_auroc for r in by_setting[i]):
             return grid[i]
