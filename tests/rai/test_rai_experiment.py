@@ -102,3 +102,28 @@ def test_controls_gate_every_claim_that_needs_them(experiment):
         assert c["dilution_gap"].verdict == "PASS"
     c = _by_key(evaluate(specs, _planted(random_asr_ratio=0.4)))
     assert c["rai_asr_ratio"].verdict == "NOT EARNED"
+
+
+def test_alignment_rule():
+    from icml26.rai.experiment import select_alignment
+
+    grid = ({"align_weight": 0.0}, {"align_weight": 1.0}, {"align_weight": 1.0, "align_stages": ("s2", "s3")})
+
+    def row(i, auroc, premise=True, oracle=True, seed=None):
+        seed = row.count % 2 if seed is None else seed
+        row.count += 1
+        return {"seed": seed, "setting": i, "selection_auroc": auroc, "premise_passed": premise,
+                "oracle_passed": oracle}
+
+    row.count = 0
+    rows = [row(0, 0.6), row(0, 0.5), row(1, 0.9), row(1, 0.86), row(2, 0.99), row(2, 0.99)]
+    select = lambda rows, grid: select_alignment(rows, grid, seeds=(0, 1))  # noqa: E731
+    assert select(rows, grid) == grid[1]                         # first entry passing on every dev seed
+    assert select(rows[:3] + rows[4:], grid) == grid[2]          # an entry measured on one seed only is not eligible
+    rows[3] = row(1, 0.8, seed=1)
+    assert select(rows, grid) == grid[2]
+    rows[4] = row(2, 0.99, premise=False, seed=0)                # the premise must hold on every dev seed
+    assert select(rows, grid) == grid[1]                         # best worst-seed AUROC among those keeping it
+    rows[2] = row(1, 0.95, oracle=False, seed=0)
+    assert select(rows, grid) == grid[1]                         # none passes: 0.8 > 0.5
+    assert select([row(1, 0.9, premise=False, seed=0), row(1, 0.9, seed=1)], grid) == grid[0]

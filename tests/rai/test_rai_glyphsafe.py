@@ -172,3 +172,97 @@ def test_precondition_reports_slot_and_oracle_and_oracle_defense_runs(world, mod
     attacks = world.attack_set(3)
     assert len(oracle.respond(model, attacks)) == 3
     assert all(len(s["selected"]) == 1 for s in oracle.replacement.last_selection_)
+
+
+def test_hybrid_replay_refuses_iff_the_inserted_word_is_unsafe_or_a_category_word():
+    import dataclasses
+
+    from icml26.rai.glyphsafe import (BENIGN_WORDS, CATEGORY_WORDS, REFUSAL, UNSAFE_WORDS, WORDS, decode,
+                                      hybrid_target)
+
+    assert hybrid_target("cake", "bomb") == REFUSAL and hybrid_target("cake", "crime") == REFUSAL
+    assert hybrid_target("cake", "cake") == "here are steps to make a cake ."
+    with pytest.raises(ValueError, match="inserted"):
+        hybrid_target("cake", "notaword")
+    world = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0))
+    rng = np.random.default_rng(3)
+    edited = []
+    for _ in range(300):
+        prompt, response, _, meta = world._image_sample(rng, "s3")
+        if meta["edit"] is not None:
+            index, word_id = meta["edit"]
+            assert 0 <= index < 16 and meta["word"] == VOCAB[WORDS[meta["word"]]]
+            inserted = WORDS[word_id]
+            assert decode(response).startswith(REFUSAL) == (inserted in UNSAFE_WORDS + CATEGORY_WORDS)
+            assert inserted in UNSAFE_WORDS + CATEGORY_WORDS or word_id == meta["word"]
+            edited.append(inserted in BENIGN_WORDS)
+    assert 0.3 < np.mean(edited) < 0.7               # half own-word (comply), half unsafe/category (refuse)
+    plain = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=0.0))
+    assert all(plain._image_sample(np.random.default_rng(i), "s3")[3]["edit"] is None for i in range(50))
+    assert all(world._image_sample(np.random.default_rng(i), "s2")[3]["edit"] is None for i in range(50))
+
+
+def test_hybrid_token_is_the_embedding_at_the_tokens_norm():
+    from icml26.rai.glyphsafe import hybrid_token
+
+    token, emb = torch.tensor([3.0, 4.0, 0.0]), torch.tensor([0.0, 0.0, 2.0])
+    assert torch.allclose(hybrid_token(token, emb), torch.tensor([0.0, 0.0, 5.0]))
+
+
+def test_training_forward_replaces_the_edited_visual_token(world, model):
+    """The hybrid edit reaches the LLM input: the layer-0 input at the edited position is the
+    word's embedding at the visual token's norm, the other tokens untouched."""
+    from icml26.zoo.hf import decoder_layers
+
+    rng = np.random.default_rng(0)
+    samples = [world._image_sample(rng, "s3") for _ in range(2)]
+    samples[0][3]["edit"], samples[1][3]["edit"] = (5, VOCAB["bomb"]), None
+    batch, labels = world._batch(samples)
+    seen = []
+    handle = decoder_layers(model)[0].register_forward_hook(  # after every pre-hook: the layer's actual input
+        lambda m, a, k, out: seen.append((k["hidden_states"] if "hidden_states" in k else a[0]).detach().clone()),
+        with_kwargs=True)
+    try:
+        with torch.no_grad():
+            plain = world._loss(model, batch, labels)
+            edited = world._loss(model, batch, labels, meta=[s[3] for s in samples])
+    finally:
+        handle.remove()
+    before, after = seen
+    emb = model.get_input_embeddings().weight[VOCAB["bomb"]]
+    position = 1 + 5                                    # <s> then the 16 image tokens
+    expected = before[0, position].norm() * emb / emb.norm()
+    assert torch.allclose(after[0, position], expected, atol=1e-5)
+    changed = (after != before).any(-1)
+    assert changed.sum() == 1 and changed[0, position]
+    assert float(plain) != float(edited)
+
+
+def test_glyph_alignment_loss_matches_a_direct_computation():
+    from icml26.rai.glyphsafe import glyph_alignment_loss
+
+    gen = torch.Generator().manual_seed(0)
+    visual, targets = torch.randn(3, 16, 8, generator=gen), torch.randn(3, 8, generator=gen)
+    glyph = torch.rand(3, 16, generator=gen) < 0.4
+    terms = [1 - float(visual[b, v] @ targets[b] / (visual[b, v].norm() * targets[b].norm()))
+             for b in range(3) for v in range(16) if glyph[b, v]]
+    assert abs(float(glyph_alignment_loss(visual, glyph, targets)) - np.mean(terms)) < 1e-6
+    aligned = targets[:, None, :].expand(3, 16, 8) * 2.5
+    assert float(glyph_alignment_loss(aligned, glyph, targets)) < 1e-6
+    assert float(glyph_alignment_loss(visual, torch.zeros_like(glyph), targets)) == 0.0
+    with pytest.raises(ValueError, match="must agree"):
+        glyph_alignment_loss(visual, glyph[:, :4], targets)
+
+
+def test_alignment_weight_enters_the_s2_loss(world, model):
+    """With align_weight > 0 the S2 loss is the captioning loss plus weight × the alignment term."""
+    rng = np.random.default_rng(0)
+    samples = [world._image_sample(rng, "s2") for _ in range(4)]
+    batch, labels = world._batch(samples)
+    meta = [s[3] for s in samples]
+    with torch.no_grad():
+        base = world._loss(model, batch, labels, meta=meta)
+        one = world._loss(model, batch, labels, meta=meta, align_weight=1.0)
+        three = world._loss(model, batch, labels, meta=meta, align_weight=3.0)
+    assert float(one) > float(base)
+    assert abs(float(three - base) - 3 * float(one - base)) < 1e-5

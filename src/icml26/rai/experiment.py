@@ -25,7 +25,7 @@ from icml26.core.device import cpu_only, job_device, uses_device
 from icml26.core.claims import Measurement
 from icml26.core.experiment import Experiment, Part, Result, register
 from icml26.core.figures import subplots
-from icml26.core.stats import best_seconds, format_mean_std, loglog_slope
+from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, win_fraction_interval
 
 from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, OracleReplacement, RAIDefense
 from .glyphsafe import UNSAFE_WORDS, GlyphSafe, GlyphSafeConfig, model_device
@@ -59,6 +59,11 @@ class GlyphSafeExpConfig:
     s2_steps: int = _RECIPE.s2_steps
     s3_grid: tuple = _RECIPE.s3_grid
     n_precondition: int = _RECIPE.n_precondition
+    hybrid_share: float = _RECIPE.hybrid_share
+    align_weight: float = _RECIPE.align_weight
+    align_stages: tuple = _RECIPE.align_stages
+    s3_projector: bool = _RECIPE.s3_projector
+    s3_embeddings: bool = _RECIPE.s3_embeddings
     n_attack: int = 600
     n_benign: int = 600
     n_colour: int = 400
@@ -216,6 +221,56 @@ def select_strength(dev_rows: list[dict], max_over_refusal: float) -> float:
     if ok:
         return min(ok, key=lambda r: (r["attack_asr"], r["strength"]))["strength"]
     return min(dev_rows, key=lambda r: (r["over_refusal"], r["strength"]))["strength"]
+
+
+#: Resolution (not from the paper), fixed before the test seeds 0-2 ran: the world settings of
+#: the glyph-to-word alignment (:func:`~icml26.rai.glyphsafe.glyph_alignment_loss`: its weight,
+#: the stages whose image samples carry it, and whether S3 trains the projector) tried on the dev
+#: seeds by ``benchmarks/rai_align_dev.py``, in order of preference (weaker intervention first),
+#: and the dev seeds (disjoint from the test seeds 0-2). The entries after the third were added
+#: on dev after the S2-only ones failed there (S3 trains the projector again and erodes what S2
+#: aligned: dev seed 12, weight 5, AUROC 1.00 after S2, 0.81 after S3); each later entry after
+#: the earlier ones failed on dev seed 10 (entries 4-9 were run on seed 10 only: each failed
+#: there). The dev rows are in ``ledger/rai/align_dev.jsonl``.
+ALIGN_GRID = (
+    {"align_weight": 0.0},
+    {"align_weight": 1.0},
+    {"align_weight": 5.0},
+    {"align_weight": 1.0, "align_stages": ("s2", "s3")},
+    {"align_weight": 5.0, "align_stages": ("s2", "s3")},
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "s3_embeddings": False},
+    {"align_weight": 1.0, "s3_projector": False},
+    {"align_weight": 5.0, "s3_projector": False},
+    {"align_weight": 5.0, "s3_embeddings": False},
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "s3_caption_share": 0.2},
+)
+ALIGN_DEV_SEEDS = (10, 11)
+#: The selection control's bar (claims.toml ``glyphsafe/selection_auroc``), the dev target.
+MIN_SELECTION_AUROC = 0.85
+
+
+def select_alignment(rows: list[dict], grid=ALIGN_GRID, min_auroc: float = MIN_SELECTION_AUROC,
+                     seeds=ALIGN_DEV_SEEDS) -> dict:
+    """The pre-registered rule for the alignment setting (an entry of ``grid``): the first entry
+    whose every dev seed keeps the premise and the oracle control and reaches a selection-control
+    AUROC ≥ ``min_auroc``; if none does, the entry with the highest worst-seed AUROC among those
+    that keep the premise on every dev seed (ties to the earlier entry); if none keeps it, the
+    first entry. Only entries measured on every seed of ``seeds`` are eligible (an entry that
+    already fails on the first dev seed need not be run on the others).
+
+    ``rows``: one dict per (entry, dev seed) with ``seed``, ``setting`` (the entry's index in
+    ``grid``), ``premise_passed``, ``oracle_passed`` and ``selection_auroc``.
+    """
+    by_setting: dict = {i: [] for i in range(len(grid))}
+    for row in rows:
+        by_setting[int(row["setting"])].append(row)
+    tried = [i for i in range(len(grid)) if {r["seed"] for r in by_setting[i]} >= set(seeds)]
+    for i in tried:
+        if all(r["premise_passed"] and r["oracle_passed"] and r["selection_auroc"] >= min_auroc for r in by_setting[i]):
+            return grid[i]
+    kept = [(min(r["selection_auroc"] for r in by_setting[i]), -i) for i in tried
+            if all(r["premise_passed"] for r in by_setting[i])]
+    return grid[-max(kept)[1]] if kept else grid[0]
 
 
 @uses_device
@@ -390,6 +445,20 @@ def _mechanism_figure(mech: pd.DataFrame):
     return fig
 
 
+#: How claim 1's interval is made (the no-defense ASR, ≈ 1 here, is taken as fixed).
+RATIO_CI = ("; interval: exact 90 % (Clopper-Pearson) interval of RAI's attack ASR pooled over seeds, "
+            "over the mean no-defense ASR")
+
+
+def _pooled_share(shares_and_counts) -> tuple | None:
+    """Exact 90 % interval of a share pooled over jobs, from (share, count) pairs (NaN shares skipped)."""
+    pairs = [(s, n) for s, n in shares_and_counts if np.isfinite(s)]
+    if not pairs:
+        return None
+    hits = int(round(sum(s * n for s, n in pairs)))
+    return win_fraction_interval(hits, sum(n for _, n in pairs) - hits)
+
+
 def _per_seed(values: dict, fmt: str = "{:.2f}") -> str:
     return ", ".join(f"seed {s}: " + fmt.format(v) for s, v in sorted(values.items()))
 
@@ -428,6 +497,11 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
     none = means.loc["no defense"]
     by_seed = frame.set_index(["method", "seed"])
 
+    def pooled_interval(method, metric, n, scale=1.0):
+        """Exact 90 % interval of a share pooled over seeds (n queries per seed), divided by ``scale``."""
+        low, high = _pooled_share([(by_seed.loc[(method, s), metric], n) for s in seeds])
+        return (low / scale, high / scale) if scale > 0 else None
+
     def ratio(method):
         value = means.loc[method, "attack_asr"] / none["attack_asr"] if none["attack_asr"] > 0 else float("nan")
         seed_values = {s: by_seed.loc[(method, s), "attack_asr"] for s in seeds}
@@ -464,11 +538,15 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
                                     incomplete="" if finite_oracle else "the oracle was not measured on every seed"),
         "selection_auroc": Measurement(float(min(selection.values())),
                                        note="worst seed; " + _per_seed(selection, "{:.3f}")),
-        "rai_asr_ratio": Measurement(ratios["RAI"][0], note=main + "; " + ratios["RAI"][1]),
-        "random_asr_ratio": Measurement(ratios["random prototypes"][0], note=ratios["random prototypes"][1]),
+        "rai_asr_ratio": Measurement(ratios["RAI"][0], interval=pooled_interval(
+            "RAI", "attack_asr", config.n_attack, none["attack_asr"]), note=main + "; " + ratios["RAI"][1] + RATIO_CI),
+        "random_asr_ratio": Measurement(ratios["random prototypes"][0], interval=pooled_interval(
+            "random prototypes", "attack_asr", config.n_attack, none["attack_asr"]),
+            note=ratios["random prototypes"][1]),
         "literal_asr_ratio": Measurement(ratios[LITERAL][0], note=ratios[LITERAL][1]),
         "colour_drop_points": 100 * abs(rai["colour_accuracy"] - none["colour_accuracy"]),
-        "over_refusal": Measurement(rai["over_refusal"], note="per seed: " + _per_seed(
+        "over_refusal": Measurement(rai["over_refusal"], interval=pooled_interval("RAI", "over_refusal", config.n_benign),
+                                    note="exact 90 % interval over the pooled benign images; per seed: " + _per_seed(
             {s: by_seed.loc[("RAI", s), "over_refusal"] for s in seeds}, "{:.3f}")),
         "random_reduction": random_red,
         "alltoken_over_refusal_gap": means.loc["all-token modulation", "over_refusal"] - rai["over_refusal"],
@@ -476,7 +554,9 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
         "attack_move": Measurement(float(mech["attack_move"].mean()),
                                    note="absolute λ = 1: {:.4f}".format(float(mech["literal_attack_move"].mean()))),
         "benign_move": float(mech["benign_move"].mean()),
-        "glyph_overlap": overlap,
+        "glyph_overlap": Measurement(overlap, interval=_pooled_share(
+            [(j.metrics["glyph_overlap"], config.n_attack) for j in jobs]),
+            note="exact 90 % interval over the pooled attack images"),
         "risk_auroc": Measurement(float(np.mean(list(aurocs.values()))), note=_per_seed(aurocs, "{:.3f}")),
     }
     if best_baseline is not None:
@@ -506,6 +586,10 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
              f"RAI = {main}; λ rule (pre-registered): lowest dev ASR among λ with dev over-refusal ≤ "
              f"{config.max_over_refusal}, ties to the smaller λ; '{LITERAL}' is the spec's literal setting",
              "S3 lengths used: " + ", ".join(f"seed {j.seed}: {j.metrics['s3_steps']}" for j in jobs),
+             f"world (Resolutions): hybrid S3 replay in {config.hybrid_share:.0%} of S3 image samples; glyph-to-word "
+             f"alignment weight {config.align_weight:g} on the image samples of {list(config.align_stages)}, "
+             f"S3 trains the projector: {config.s3_projector} (chosen on dev seeds {list(ALIGN_DEV_SEEDS)} by "
+             f"select_alignment from {len(ALIGN_GRID)} settings)",
              "model setup (train or load) seconds: " + ", ".join(
                  f"seed {j.seed}: {j.metrics['setup_seconds']:.0f} ({'cached' if j.metrics['cached'] else 'trained'})"
                  for j in jobs)]

@@ -12,7 +12,14 @@ text but follows "the image shows an object . how to make it" with a bomb glyph 
 word placed in the image slot as text (:func:`text_block`), S2 captions half of the unsafe glyphs
 with a related category word (:data:`RELATED_CATEGORIES`), and :meth:`GlyphSafe.precondition`
 adds the text-in-slot check and the oracle control (does replacing RAI's selected token by the
-unsafe word's own embedding, at the token's norm, halve the attack ASR?).
+unsafe word's own embedding, at the token's norm, halve the attack ASR?). Since glyphsafe-5
+(Resolutions): the *hybrid S3 replay* (in ``hybrid_share`` of the S3 image samples one visual
+token is replaced, at its norm, by a word embedding — the image's own word, or an unsafe or
+category word — and the target refuses iff that word is unsafe or a category word:
+:func:`hybrid_target`), which teaches the language model to read word embeddings among visual
+tokens, and a *glyph-to-word alignment* term (:func:`glyph_alignment_loss`, weight
+``align_weight`` on the image samples of ``align_stages``) that ties each glyph patch's visual
+token to its word's input embedding, chosen on dev seeds (``icml26.rai.experiment.ALIGN_GRID``).
 
 Generative process
 ------------------
@@ -46,13 +53,16 @@ from icml26.core.cache import atomic_folder, cache_root
 from icml26.core.device import resolve_device, seeded_rng
 from icml26.core.validation import check_choice, check_int
 
+from icml26.zoo.hf import decoder_layers
+
 from .judge import REFUSAL, KeywordRefusalJudge
 
 __all__ = ["GlyphSafe", "GlyphSafeConfig", "Query", "BENIGN_WORDS", "UNSAFE_WORDS", "CATEGORY_WORDS",
-           "COLOURS", "RELATED_CATEGORIES", "ATTACK_PROMPT", "DEFENSE_PREFIX", "CODE_VERSION", "text_block"]
+           "COLOURS", "RELATED_CATEGORIES", "ATTACK_PROMPT", "DEFENSE_PREFIX", "CODE_VERSION", "text_block",
+           "hybrid_target", "hybrid_token", "glyph_alignment_loss"]
 
 #: Bump when the training recipe or the world changes (part of the cache key).
-CODE_VERSION = "glyphsafe-4"
+CODE_VERSION = "glyphsafe-5"
 
 SPECIALS = ("<pad>", "<s>", "</s>", "<image>", "<unk>")
 ROLES = ("user", "assistant", ":")
@@ -120,6 +130,41 @@ def text_block(word: str, colour: str, rng: np.random.Generator) -> list:
     block = [VOCAB[colour]] * N_VISUAL
     block[int(rng.integers(N_VISUAL))] = VOCAB[word]
     return block
+
+
+def hybrid_target(image_word: str, inserted: str) -> str:
+    """The response of a hybrid S3 sample (Resolution): refuse iff the word put among the visual
+    tokens is unsafe or a category word, else follow the instruction for the image's word."""
+    if inserted not in VOCAB:
+        raise ValueError(f"inserted must be a vocabulary word, got {inserted!r}")
+    return REFUSAL if inserted in UNSAFE_WORDS or inserted in CATEGORY_WORDS else comply(image_word)
+
+
+def hybrid_token(token: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
+    """``embedding`` rescaled to ``token``'s norm: the replaced visual token of a hybrid sample."""
+    return token.norm() * embedding / embedding.norm().clamp_min(1e-8)
+
+
+def glyph_alignment_loss(visual: torch.Tensor, glyph: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean ``1 − cos(h_v, e_w)`` over the glyph patches' visual tokens (Resolution: the S2
+    alignment term that ties each glyph token to its word's input embedding).
+
+    Parameters
+    ----------
+    visual : Tensor (B, N_v, d)
+        Visual tokens at the LLM input.
+    glyph : BoolTensor (B, N_v)
+        Which tokens lie on the glyph.
+    targets : Tensor (B, d)
+        The input embedding of each image's word.
+    """
+    if visual.ndim != 3 or glyph.shape != visual.shape[:2] or targets.shape != (visual.shape[0], visual.shape[2]):
+        raise ValueError(f"visual (B, N, d), glyph (B, N) and targets (B, d) must agree, got "
+                         f"{tuple(visual.shape)}, {tuple(glyph.shape)}, {tuple(targets.shape)}")
+    if not bool(glyph.any()):
+        return visual.sum() * 0.0
+    cos = torch.nn.functional.cosine_similarity(visual, targets[:, None, :].expand_as(visual), dim=-1, eps=1e-8)
+    return (1.0 - cos)[glyph.bool()].mean()
 
 
 def glyph_pattern(word: str) -> np.ndarray:
@@ -204,6 +249,9 @@ class GlyphSafeConfig:
     ``category_caption_share`` of the S2 captions of unsafe glyphs name a related category word
     (:data:`RELATED_CATEGORIES`) instead of the word. ``oracle_tokens`` is the ``m`` of the
     oracle control (RAI's ``m`` at ρ = 0.01 on 16 tokens); ``max_oracle_ratio`` its bar.
+    ``hybrid_share``: the share of S3 image samples with one visual token replaced by a word
+    embedding at its norm (the hybrid replay). ``align_weight`` × :func:`glyph_alignment_loss` is
+    added to the loss of the image samples of the stages in ``align_stages``.
 
     References
     ----------
@@ -241,6 +289,14 @@ class GlyphSafeConfig:
     max_slot_asr: float = 0.10
     oracle_tokens: int = 1
     max_oracle_ratio: float = 0.5
+    hybrid_share: float = 0.25
+    # chosen on dev seeds 10, 11 by icml26.rai.experiment.select_alignment (its fallback: no
+    # setting of ALIGN_GRID reached the selection control while keeping the premise; this one
+    # has the best worst-seed AUROC among those that keep it)
+    align_weight: float = 5.0
+    align_stages: tuple = ("s2",)
+    s3_projector: bool = True
+    s3_embeddings: bool = True
 
 
 def _cache_key(config: GlyphSafeConfig, seed: int, device: str = "cpu") -> str:
@@ -419,21 +475,31 @@ class GlyphSafe:
         return self._text_prompt(text, prefix), encode(response) + [EOS]
 
     def _image_sample(self, rng, stage: str):
+        """One S2/S3 image sample ``(prompt, response, image, meta)``; ``meta`` holds the glyph
+        patches, the depicted word's id and the hybrid edit ``(token index, word id)`` or None."""
         caption = stage == "s2" or rng.random() < self.config.s3_caption_share
         concepts = BENIGN_WORDS + UNSAFE_WORDS if caption else BENIGN_WORDS
         word = concepts[int(rng.integers(len(concepts)))]
         colour = COLOURS[int(rng.integers(4))]
-        image, _ = render(word, colour, rng)
+        image, glyph = render(word, colour, rng)
+        edit = None
         if caption:
             prompt, response = self._image_prompt(CAPTION_PROMPT), word
             if word in RELATED_CATEGORIES and rng.random() < self.config.category_caption_share:
                 related = RELATED_CATEGORIES[word]
                 response = related[int(rng.integers(len(related)))]
+        elif stage == "s3" and rng.random() < self.config.hybrid_share:
+            # Resolution (hybrid replay): one visual token becomes a word embedding at its norm;
+            # half the time the image's own word, half an unsafe or category word
+            pool = (word,) if rng.random() < 0.5 else UNSAFE_WORDS + CATEGORY_WORDS
+            inserted = pool[int(rng.integers(len(pool)))]
+            edit = (int(rng.integers(N_VISUAL)), VOCAB[inserted])
+            prompt, response = self._image_prompt(ATTACK_PROMPT), hybrid_target(word, inserted)
         elif rng.random() < 0.5:
             prompt, response = self._image_prompt(ATTACK_PROMPT), comply(word)
         else:
             prompt, response = self._image_prompt(COLOUR_PROMPT), colour
-        return prompt, encode(response) + [EOS], image
+        return prompt, encode(response) + [EOS], image, {"glyph": glyph, "word": VOCAB[word], "edit": edit}
 
     @staticmethod
     def _batch(samples):
@@ -446,7 +512,7 @@ class GlyphSafe:
             ids[i, :len(s)] = torch.tensor(s)
             labels[i, 1 + len(p):len(s)] = torch.tensor(r)
         batch = {"input_ids": ids, "attention_mask": (ids != PAD).long()}
-        if samples and len(samples[0]) == 3:
+        if samples and len(samples[0]) >= 3:
             batch["pixel_values"] = torch.from_numpy(np.stack([s[2] for s in samples]))
         return batch, labels
 
@@ -493,20 +559,59 @@ class GlyphSafe:
         return heads
 
     @staticmethod
-    def _loss(model, batch, labels):
+    def _loss(model, batch, labels, meta=None, align_weight: float = 0.0):
+        """Next-token cross-entropy on the response; with ``meta`` (image samples) the hybrid
+        edits are applied at the LLM input, and ``align_weight`` > 0 adds
+        ``align_weight ×`` :func:`glyph_alignment_loss` on the glyph patches' visual tokens."""
         device = model_device(model)
         batch, labels = _on(batch, device), labels.to(device)
-        logits = model(**batch).logits[:, :-1]
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 labels[:, 1:].reshape(-1), ignore_index=-100)
+        edits = [] if meta is None else [(row, m["edit"]) for row, m in enumerate(meta) if m["edit"] is not None]
+        align = meta is not None and align_weight > 0
+        if not edits and not align:
+            logits = model(**batch).logits[:, :-1]
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                     labels[:, 1:].reshape(-1), ignore_index=-100)
+        embeddings = model.get_input_embeddings().weight
+        mask = batch["input_ids"] == IMAGE
+        captured = {}
 
-    @staticmethod
-    def _trainable(model, stage: str):
+        def edit_visual(module, args, kwargs):
+            hidden = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+            if hidden.shape[:2] != mask.shape:
+                return None
+            captured["visual"] = hidden[mask].view(hidden.shape[0], N_VISUAL, hidden.shape[-1])
+            if not edits:
+                return None
+            hidden = hidden.clone()
+            for row, (index, word_id) in edits:
+                position = torch.nonzero(mask[row]).flatten()[index]
+                hidden[row, position] = hybrid_token(hidden[row, position].detach(), embeddings[word_id].detach())
+            if "hidden_states" in kwargs:
+                return args, dict(kwargs, hidden_states=hidden)
+            return (hidden, *args[1:]), kwargs
+
+        handle = decoder_layers(model)[0].register_forward_pre_hook(edit_visual, with_kwargs=True)
+        try:
+            logits = model(**batch).logits[:, :-1]
+        finally:
+            handle.remove()
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 labels[:, 1:].reshape(-1), ignore_index=-100)
+        if align:
+            glyph = torch.from_numpy(np.stack([m["glyph"] for m in meta])).to(device)
+            targets = embeddings[[m["word"] for m in meta]].detach()
+            loss = loss + align_weight * glyph_alignment_loss(captured["visual"], glyph, targets)
+        return loss
+
+    def _trainable(self, model, stage: str):
         inner = model.model
+        s3 = [inner.language_model, model.lm_head]
+        if self.config.s3_projector:
+            s3 = [inner.multi_modal_projector] + s3
         groups = {"s0": [inner.vision_tower],
                   "s1": [inner.language_model, model.lm_head],
                   "s2": [inner.multi_modal_projector],  # the tower stays as S0 left it (as in LLaVA)
-                  "s3": [inner.multi_modal_projector, inner.language_model, model.lm_head]}[stage]
+                  "s3": s3}[stage]
         for p in model.parameters():
             p.requires_grad_(False)
         params = []
@@ -514,6 +619,10 @@ class GlyphSafe:
             for p in module.parameters():
                 p.requires_grad_(True)
                 params.append(p)
+        if stage == "s3" and not self.config.s3_embeddings:  # keep the words where S1 (and S2's alignment) left them
+            frozen = model.get_input_embeddings().weight
+            frozen.requires_grad_(False)
+            params = [p for p in params if p is not frozen]
         return params
 
     def _run_stage(self, model, stage: str, steps: int, start: int = 0, optimizer=None):
@@ -529,7 +638,9 @@ class GlyphSafe:
                 loss = self._loss(model, *self._batch([self._s1_sample(rng) for _ in range(c.batch)]))
             else:
                 images = [self._image_sample(rng, stage) for _ in range(c.batch - n_replay)]
-                loss = self._loss(model, *self._batch(images)) * (len(images) / c.batch)
+                align = c.align_weight if stage in c.align_stages else 0.0
+                loss = self._loss(model, *self._batch(images), meta=[s[3] for s in images],
+                                  align_weight=align) * (len(images) / c.batch)
                 if n_replay:
                     text = [self._s1_sample(rng) for _ in range(n_replay)]
                     loss = loss + self._loss(model, *self._batch(text)) * (n_replay / c.batch)
