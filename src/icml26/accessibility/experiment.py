@@ -1,13 +1,16 @@
 """Reproduction of *Capacity without Access* (ICML 2026) at CPU scale on SmolLM2-135M.
 
-Parts:
+Parts (claims, bars, kinds and controls: ``claims.toml``; each ``summarize`` returns measurements):
 
 * ``profile`` (E1) — capacity vs accessibility across depth: the depth profile (Ĥ, erank,
   Â_8, CE_lens per layer) for raw / RMS-normalised tokens, skip 4 / 0, 8×256 and 16×256 tokens;
-  claims: the mid-depth plateau, capacity intact vs the output layer, weak access, stability.
-* ``pathway`` (E2) — the diagnostic pathway with bias-only, m ∈ {8, 15, 22, 30} and
-  shuffled-15 arms over seeds; harness bars and the (report-only) claim check.
+  the plateau, capacity and weak-access statistics with their negative controls (an early layer
+  band, random readout frames, a late layer band) and the stability check.
+* ``pathway`` (E2) — the diagnostic pathway on 3 seeds: shared frozen bias, m = 15 and m = L,
+  shuffled-15, the incremental arm ``[h^L; h^15]`` and its shuffled twin, on 11k test tokens;
+  harness controls and the claim checks as paired intervals over test tokens.
 * ``scaling`` — metric cost vs number of tokens (log-log slope).
+* ``pathway5`` (opt-in) — E2 on five seeds (seeds 0-2 read back from the finished arms).
 * ``tiny`` (E3, opt-in) — the same analyses on a tiny char-level Llama trained here, plus the
   same architecture trained from scratch with the pathway from layer 4.
 
