@@ -123,7 +123,7 @@ def test_cache_from_a_tiny_llama_round_trips(tmp_path):
 
 
 def test_bad_inputs(planted):
-    with pytest.raises(ValueError, match="source_layer must be one of the cached layers"):
+    with pytest.raises(ValueError, match="source_layer must be one or more distinct cached layers"):
         fit_pathway(planted, 99)
     with pytest.raises(ValueError, match="control must be one of"):
         fit_pathway(planted, 3, control="random")
@@ -209,7 +209,7 @@ def test_test_split_evaluation_matches_a_direct_computation(batch):
     with torch.no_grad():
         path.B.normal_()
         path.bias.normal_()
-    arm = P._Arm(cache.split("test"), cache.meta["hidden_layer"], path.source_mean, None)
+    arm = P._Arm(cache.split("test"), (cache.meta["hidden_layer"],), path.source_mean, None)
     out = P._evaluate(P._Readout(cache, "cpu"), path, arm, compare=True, batch=batch)
     with torch.no_grad():
         q = torch.from_numpy(np.asarray(cache.test.base_logits, dtype=np.float64))
@@ -223,3 +223,41 @@ def test_test_split_evaluation_matches_a_direct_computation(batch):
     np.testing.assert_allclose([out["ce"], out["base_ce"], out["kl"], out["flip_rate"]], want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out["token_ce"], token_ce.numpy(), rtol=1e-5, atol=1e-5)
     assert want[2] > 0.1 and 0 < want[3] < 1   # a real change, so the test can fail
+
+
+def test_incremental_arm_separates_information_from_capacity():
+    """[h^L; h^m] beats h^L at the same rank only when h^m carries token information: its shuffled
+    twin (same parameters) does not."""
+    from icml26.accessibility import fit_pathway, fit_shared_bias
+
+    cache = planted_pathway_cache(seed=0)
+    L, m = max(cache.layers), cache.meta["hidden_layer"]
+    bias = fit_shared_bias(cache, steps=40, lr=0.05).pathway.bias
+    kw = dict(steps=60, lr=0.05, bias=bias)
+    last = fit_pathway(cache, L, **kw)
+    inc = fit_pathway(cache, (L, m), **kw)
+    twin = fit_pathway(cache, (L, m), control="shuffled", **kw)
+    assert inc.pathway.A.shape == (8, 2 * cache.d_model) and inc.source_layer == [L, m]
+    assert last.path_ce - inc.path_ce > 0.3
+    assert twin.path_ce > last.path_ce - 0.02
+    with pytest.raises(ValueError, match="distinct cached layers"):
+        fit_pathway(cache, (L, L), **kw)
+
+
+def test_multi_source_pathway_normalises_each_block():
+    path = DiagnosticPathway(4, rank=2, n_sources=2)
+    x = torch.cat([torch.ones(3, 4), 100 * torch.ones(3, 4)], dim=1)
+    assert torch.allclose(path.source_features(x), torch.ones(3, 8))
+    with pytest.raises(ValueError, match="source_states"):
+        path(torch.zeros(3, 4), torch.zeros(3, 4))
+
+
+def test_fit_leaves_the_global_generators_alone():
+    from icml26.accessibility import fit_pathway, fit_shared_bias
+
+    cache = planted_pathway_cache(n_train=256, n_dev=128, n_test=128, seed=0)
+    torch_state, np_state = torch.get_rng_state(), np.random.get_state()[1].copy()
+    bias = fit_shared_bias(cache, steps=5, lr=0.05).pathway.bias
+    fit_pathway(cache, cache.meta["hidden_layer"], steps=5, lr=0.05, bias=bias, control="shuffled")
+    assert torch.equal(torch_state, torch.get_rng_state())
+    assert np.array_equal(np_state, np.random.get_state()[1])

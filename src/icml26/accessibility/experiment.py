@@ -1,13 +1,16 @@
 """Reproduction of *Capacity without Access* (ICML 2026) at CPU scale on SmolLM2-135M.
 
-Parts:
+Parts (claims, bars, kinds and controls: ``claims.toml``; each ``summarize`` returns measurements):
 
 * ``profile`` (E1) — capacity vs accessibility across depth: the depth profile (Ĥ, erank,
   Â_8, CE_lens per layer) for raw / RMS-normalised tokens, skip 4 / 0, 8×256 and 16×256 tokens;
-  claims: the mid-depth plateau, capacity intact vs the output layer, weak access, stability.
-* ``pathway`` (E2) — the diagnostic pathway with bias-only, m ∈ {8, 15, 22, 30} and
-  shuffled-15 arms over seeds; harness bars and the (report-only) claim check.
+  the plateau, capacity and weak-access statistics with their negative controls (an early layer
+  band, random readout frames, a late layer band) and the stability check.
+* ``pathway`` (E2) — the diagnostic pathway on 3 seeds: shared frozen bias, m = 15 and m = L,
+  shuffled-15, the incremental arm ``[h^L; h^15]`` and its shuffled twin, on 11k test tokens;
+  harness controls and the claim checks as paired intervals over test tokens.
 * ``scaling`` — metric cost vs number of tokens (log-log slope).
+* ``pathway5`` (opt-in) — E2 on five seeds (seeds 0-2 read back from the finished arms).
 * ``tiny`` (E3, opt-in) — the same analyses on a tiny char-level Llama trained here, plus the
   same architecture trained from scratch with the pathway from layer 4.
 
@@ -34,9 +37,10 @@ import torch
 
 from icml26.core.cache import atomic_file
 from icml26.core.device import cpu_only, device_cache_key, job_device, uses_device
-from icml26.core.experiment import Claim, Experiment, Part, Result, register
+from icml26.core.claims import Measurement
+from icml26.core.experiment import Experiment, Part, Result, register
 from icml26.core.figures import subplots
-from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, mean_std
+from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, paired_t_interval
 
 from .data import plateau_layers
 from .metrics import LayerStats, accessibility_metrics, capacity_metrics, readout_basis_from_weights
@@ -152,7 +156,8 @@ def run_profile(config: ProfileConfig, seed: int) -> dict:
                 else (True,):
             frame = profile_table(stats, Q, sv, centered=centered, ks=config.ks,
                                   lens=payload["lens"].get(rows) if with_lens else None,
-                                  align=payload["align"].get(rows) if with_lens else None)
+                                  align=payload["align"].get(rows) if with_lens else None,
+                                  random_bases=RANDOM_BASES if with_lens and centered else 0)
             name = f"{'raw' if token_norm == 'none' else 'rms'}|skip{skip}|{rows}x{config.seq_len}" \
                    + ("" if centered else "|second-moment")
             frames[name] = frame.to_dict(orient="list")
@@ -160,14 +165,30 @@ def run_profile(config: ProfileConfig, seed: int) -> dict:
             "cached": cached, "seconds": time.perf_counter() - started}
 
 
+RANDOM_BASES = 20     # random readout frames averaged by the weak-access control (fixed before the run)
+BAR_KEYS = ("min_entropy", "entropy_spread", "erank_ratio", "access_ratio", "lens_ratio")
+
+
+def control_bands(n_layers: int) -> tuple:
+    """The layers the negative controls of E1 use (a Resolution, fixed before the run):
+    ``early`` = 1 .. min(P) − 1 (between the embeddings and the plateau: the capacity bars must
+    fail there) and ``late`` = max(P) + 1 .. L − 1 (after the plateau: the lens bar must fail)."""
+    P = plateau_layers(n_layers)
+    return list(range(1, P[0])), list(range(P[-1] + 1, n_layers))
+
+
 def e1_statistics(frame: pd.DataFrame, n_layers: int) -> dict:
-    """The five numbers the E1 bars test, from one profile table.
+    """The numbers the E1 bars test, from one profile table, and their negative controls.
 
     ``min_entropy`` and ``entropy_spread`` of Ĥ over the plateau ``P``; ``erank_ratio`` =
     median_P erank / erank_L; ``access_ratio`` = median_P Â_8 / Â_8(L); ``lens_ratio`` =
-    median_P CE_lens / CE_lens(L).
+    median_P CE_lens / CE_lens(L). Controls: the same statistics over the ``early`` band
+    (``*_early``, :func:`control_bands`), ``access_ratio_random_basis`` (Â_8 on random
+    orthonormal frames instead of W_U's) and ``lens_ratio_late`` (the ``late`` band).
     """
     P = frame[frame["layer"].isin(plateau_layers(n_layers))]
+    early_layers, late_layers = control_bands(n_layers)
+    E = frame[frame["layer"].isin(early_layers)]
     last = frame[frame["layer"] == n_layers].iloc[0]
     out = {"min_entropy": float(P["entropy_norm"].min()),
            "entropy_spread": float(P["entropy_norm"].max() - P["entropy_norm"].min()),
@@ -175,6 +196,15 @@ def e1_statistics(frame: pd.DataFrame, n_layers: int) -> dict:
            "access_ratio": float(P["enrichment_8"].median() / last["enrichment_8"])}
     if "ce_lens" in frame:
         out["lens_ratio"] = float(P["ce_lens"].median() / last["ce_lens"])
+    if len(E):
+        out.update({"min_entropy_early": float(E["entropy_norm"].min()),
+                    "entropy_spread_early": float(E["entropy_norm"].max() - E["entropy_norm"].min()),
+                    "erank_ratio_early": float(E["erank"].median() / last["erank"])})
+    if "enrichment_8_random" in frame:
+        out["access_ratio_random_basis"] = float(P["enrichment_8_random"].median() / last["enrichment_8_random"])
+    late = frame[frame["layer"].isin(late_layers)]
+    if "ce_lens" in frame and len(late):
+        out["lens_ratio_late"] = float(late["ce_lens"].median() / last["ce_lens"])
     return out
 
 
@@ -212,24 +242,13 @@ def summarize_profile(jobs: list, config: ProfileConfig) -> Result:
     main = f"raw|skip{s0}|{big}x{config.seq_len}"
     ref = f"raw|skip{s0}|{small}x{config.seq_len}"
     stats = {name: e1_statistics(frame, L) for name, frame in frames.items()}
-    m = stats[main]
-    paper = "qualitative: broad high-entropy mid-depth plateau; weak projection onto the readout subspace"
-    claims = [
-        Claim.at_least("E1(a) plateau: min_P Ĥ", m["min_entropy"], 0.74, paper=paper),
-        Claim.at_most("E1(a) plateau: (max − min)_P Ĥ", m["entropy_spread"], 0.06, paper=paper),
-        Claim.at_least("E1(b) capacity intact: median_P erank / erank_L", m["erank_ratio"], 2.5,
-                       paper="intermediate layers keep a broad span"),
-        Claim.at_most("E1(c) weak access: median_P Â_8 / Â_8(L)", m["access_ratio"], 0.8,
-                      paper="intermediate layers project weakly onto the output-relevant subspace"),
-        Claim.at_least("E1(c) weak access: median_P CE_lens / CE_lens(L)", m["lens_ratio"], 3.0,
-                       paper="intermediate layers project weakly onto the output-relevant subspace"),
-    ]
+    measurements = dict(stats[main])
     if ref in stats and ref != main:
-        changes = {k: abs(stats[ref][k] - m[k]) / abs(m[k]) for k in m if m[k] != 0}
+        m = stats[main]
+        changes = {k: abs(stats[ref][k] - m[k]) / abs(m[k]) for k in BAR_KEYS if k in m and m[k] != 0}
         worst = max(changes, key=changes.get)
-        claims.append(Claim("E1(d) stability: max relative change of the (a)–(c) numbers, "
-                            f"{small}×{config.seq_len} vs {big}×{config.seq_len}", "(robustness bar)",
-                            changes[worst], "< 0.15", bool(changes[worst] < 0.15), note=f"largest for {worst}"))
+        measurements["stability"] = Measurement(changes[worst], note=f"largest for {worst} "
+                                                f"({small}×{config.seq_len} vs {big}×{config.seq_len})")
     summary = pd.DataFrame([{"variant": k, **{a: round(b, 4) for a, b in v.items()}} for k, v in stats.items()])
     tables = {"E1 bar statistics per variant": summary}
     for name in (main, f"rms|skip{s0}|{big}x{config.seq_len}"):
@@ -240,8 +259,11 @@ def summarize_profile(jobs: list, config: ProfileConfig) -> Result:
     figures = {"E1 depth profile": _depth_figure({n: frames[n] for n in fig_names}, L, fig_names)}
     notes = [f"SmolLM2-135M (Q4_1-dequantised), L = {L}, d = {job['d_model']}, plateau P = layers "
              f"{plateau_layers(L)[0]}..{plateau_layers(L)[-1]}; bars on {main} (covariance, pre-norm h^L).",
+             f"negative controls: the same statistics over layers {control_bands(L)[0][0]}..{control_bands(L)[0][-1]} "
+             f"(capacity bars), Â_8 on {RANDOM_BASES} random orthonormal frames instead of W_U's (access), "
+             f"CE_lens over layers {control_bands(L)[1][0]}..{control_bands(L)[1][-1]} (lens)",
              f"forward pass {'read from the cache' if job['cached'] else 'computed'}; job {job['seconds']:.0f} s"]
-    return Result(tables=tables, figures=figures, claims=claims, notes=notes)
+    return Result(tables=tables, figures=figures, measurements=measurements, notes=notes)
 
 
 # -- E2: the diagnostic pathway ---------------------------------------------------------------
@@ -254,16 +276,26 @@ class PathwayConfig:
 
     * ``shared_bias``: the bias-only arm is trained first (``bias_lr``, up to ``bias_steps``,
       early stopping on dev with ``bias_patience``), then that ``b`` is frozen and shared by
-      every arm, each starting from it; ``False`` gives the old protocol (each arm learns its
-      own bias under its own early stopping);
+      every arm, each starting from it; ``False`` gives each arm its own bias under its own
+      early stopping;
     * arms at the spec's calibration setting: rank 32, lr 2e-3, patience 5 evaluations on dev;
       the memorisation guard (harness c) at exactly that setting without early stopping;
     * ``train_pool_blocks``: the cache holds this many train blocks and each seed trains on its
       own random ``train_blocks`` of them (seeds resample the training tokens as well as ``A``
-      and the batch order); 0 gives the old rule (every seed the first ``train_blocks``);
-    * ``G(m)`` per layer with a percentile bootstrap interval over test tokens (``n_boot``).
+      and the batch order); 0: every seed the first ``train_blocks``;
+    * the test tokens: ``test_blocks`` blocks of the test split (21 = all of it) plus
+      ``heldout_blocks`` train-split blocks after the pool, which no seed trains on (power:
+      about 11k tokens give a 95 % interval of about ±0.005 nats on ``G``, against an
+      effect of about 0.008);
+    * ``incremental``: the arms ``[h^L; h^m]`` (``inc<m>``) and ``[h^L; shuffled h^m]``
+      (``inc<m>_shuffled``) at the same rank as the ``h^L`` arm, so ``G([h^L; h^m]) − G(h^L)``
+      is what layer ``m`` adds beyond adapter capacity, with its shuffled twin as the
+      parameter-matched negative control;
+    * every ``G`` with a paired BCa interval over test tokens (per-token gains averaged over
+      seeds; ``n_boot`` resamples), and a paired t-interval over seeds beside it.
 
-    The old run: ``--set rank=8 lr=0.0005 patience=3 shared_bias=false train_pool_blocks=0``.
+    The previous protocol: ``--set test_blocks=8 heldout_blocks=0 layers=[8,15,22,30]
+    incremental=false``.
     """
 
     model: str = "smollm2"
@@ -272,11 +304,13 @@ class PathwayConfig:
     train_blocks: int = 32
     train_pool_blocks: int = 48
     dev_blocks: int = 8
-    test_blocks: int = 8
+    test_blocks: int = 21
+    heldout_blocks: int = 24
     skip: int = 4
-    layers: tuple = (8, 15, 22, 30)
+    layers: tuple = (15, 30)
     shuffled_layer: int = 15
     claim_layer: int = 15
+    incremental: bool = True
     rank: int = 32
     steps: int = 150
     lr: float = 2e-3
@@ -289,14 +323,19 @@ class PathwayConfig:
     bias_steps: int = 600
     bias_patience: int = 5
     n_boot: int = 2000
+    level: float = 0.95
     no_early_stop_seed: int = 0       # the memorisation check (harness c) runs on this seed only
     batch_rows: int = 4
     cache_dir: str = ""
 
 
 def pathway_tasks(config: PathwayConfig) -> list:
-    arms = [{"arm": "bias_only"}] + [{"arm": f"m{m}"} for m in config.layers]
-    return arms + [{"arm": f"shuffled{config.shuffled_layer}"}, {"arm": f"shuffled{config.shuffled_layer}_no_early_stop"}]
+    m, shuf = config.claim_layer, config.shuffled_layer
+    arms = [{"arm": "bias_only"}] + [{"arm": f"m{layer}"} for layer in config.layers]
+    arms.append({"arm": f"shuffled{shuf}"})
+    if config.incremental:
+        arms += [{"arm": f"inc{m}"}, {"arm": f"inc{m}_shuffled"}]
+    return arms + [{"arm": f"shuffled{shuf}_no_early_stop"}]
 
 
 def pathway_cache(config: PathwayConfig):
@@ -311,16 +350,27 @@ def pathway_cache(config: PathwayConfig):
     fields = {k: getattr(config, k) for k in ("source", "seq_len", "train_blocks", "dev_blocks", "test_blocks",
                                               "skip", "layers", "batch_rows")}
     fields["train_blocks"] = _pool_blocks(config)
-    layers = sorted(set(config.layers) | {config.shuffled_layer})
+    if config.heldout_blocks:
+        fields["heldout_blocks"] = config.heldout_blocks
+    layers = sorted(set(config.layers) | {config.shuffled_layer} | (
+        {config.claim_layer, _last_layer(config)} if config.incremental else set()))
     fields["layers"] = layers
     key = _key(model, config.source, {"part": "pathway", **fields})
     path = _cache_folder(config) / f"pathway-{key}"
     with _file_lock(path.parent / f"pathway-{key}.lock"):
         if (path / "meta.json").is_file():
             return load_pathway_cache(path), path, False
+        pool = _pool_blocks(config)
         ids = {split: corpus_token_blocks(tokenizer, config.source, split, config.seq_len, n)
-               for split, n in (("train", _pool_blocks(config)), ("dev", config.dev_blocks),
+               for split, n in (("train", pool + config.heldout_blocks), ("dev", config.dev_blocks),
                                 ("test", config.test_blocks))}
+        if ids["test"].shape[0] < config.test_blocks or ids["train"].shape[0] < pool + config.heldout_blocks:
+            raise ValueError(f"the corpus has {ids['test'].shape[0]} test and {ids['train'].shape[0]} train "
+                             f"blocks of {config.seq_len} tokens; the config asks for {config.test_blocks} and "
+                             f"{pool} + {config.heldout_blocks}")
+        # the held-out train-split blocks (after the pool: never trained on) join the test tokens
+        ids["test"] = torch.cat([ids["test"], ids["train"][pool:]])
+        ids["train"] = ids["train"][:pool]
         cache = build_pathway_cache(model, ids["train"], ids["dev"], ids["test"], layers, skip=config.skip,
                                     batch_size=config.batch_rows, path=path)
         return cache, path, True
@@ -328,6 +378,11 @@ def pathway_cache(config: PathwayConfig):
 
 def _pool_blocks(config: PathwayConfig) -> int:
     return max(config.train_blocks, config.train_pool_blocks)
+
+
+def _last_layer(config: PathwayConfig) -> int:
+    """``L``: the deepest configured source layer (the adapter-capacity arm ``m = L``)."""
+    return max(config.layers)
 
 
 def train_token_rows(config: PathwayConfig, n_tokens: int, seed: int):
@@ -396,6 +451,9 @@ def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
         control = "bias_only"
     elif arm.startswith("shuffled"):
         control, layer = "shuffled", config.shuffled_layer
+    elif arm.startswith("inc"):   # [h^L; h^m] at the rank of the h^L arm; _shuffled permutes h^m
+        control = "shuffled" if arm.endswith("_shuffled") else None
+        layer = (_last_layer(config), config.claim_layer)
     else:
         layer = int(arm[1:])
     result = fit_pathway(cache, layer, rank=config.rank, steps=config.steps, lr=config.lr,
@@ -414,28 +472,85 @@ def run_pathway(config: PathwayConfig, seed: int, task: dict) -> dict:
     return out
 
 
-def _pooled_token_gains(es: pd.DataFrame, arm: str) -> np.ndarray | None:
-    """Per test token, the mean over seeds of ``CE_bias-only − CE_arm`` (seeds share the test tokens)."""
+def _token_gains(es: pd.DataFrame, arm: str, reference: str = "bias_only") -> np.ndarray | None:
+    """Per test token and seed, ``CE_reference − CE_arm``: an array (seeds, tokens), or None.
+
+    Seeds share the test tokens, so a token's gains over seeds are paired."""
     per_seed = []
-    for seed, g in es.groupby("seed"):
-        bias = es[(es["arm"] == "bias_only") & (es["seed"] == seed)]
-        row = g[g["arm"] == arm]
-        if not len(bias) or not len(row) or not isinstance(row["token_ce"].iloc[0], list):
+    for seed in sorted(es["seed"].unique()):
+        ref = es[(es["arm"] == reference) & (es["seed"] == seed)]
+        row = es[(es["arm"] == arm) & (es["seed"] == seed)]
+        if not len(ref) or not len(row) or not isinstance(row["token_ce"].iloc[0], list):
             continue
-        per_seed.append(np.asarray(bias["token_ce"].iloc[0]) - np.asarray(row["token_ce"].iloc[0]))
-    return np.mean(per_seed, axis=0) if per_seed else None
+        per_seed.append(np.asarray(ref["token_ce"].iloc[0]) - np.asarray(row["token_ce"].iloc[0]))
+    return np.asarray(per_seed) if per_seed else None
 
 
-def _interval(tokens: np.ndarray | None, config: PathwayConfig) -> dict | None:
+def gain_measurement(per_seed: np.ndarray | None, config: PathwayConfig, what: str) -> Measurement:
+    """A gain over tokens: the mean, a paired BCa interval over test tokens of the per-token gain
+    averaged over seeds (:func:`~icml26.accessibility.pathway.bootstrap_gain`), and the paired
+    t-interval over seeds in the note."""
     from .pathway import bootstrap_gain
 
-    if tokens is None:
-        return None
-    return bootstrap_gain(tokens, np.zeros_like(tokens), n_boot=config.n_boot, seed=0)
+    if per_seed is None:
+        return Measurement(None, incomplete=f"{what}: an arm is missing")
+    tokens = per_seed.mean(axis=0)
+    iv = bootstrap_gain(tokens, np.zeros_like(tokens), n_boot=config.n_boot, level=config.level, seed=0)
+    seeds = per_seed.mean(axis=1)
+    note = (f"{what}; {iv['n_tokens']} test tokens × {len(seeds)} seeds; {config.level:.0%} BCa over tokens "
+            f"half-width {(iv['high'] - iv['low']) / 2:.4f}; per seed {[round(float(v), 4) for v in seeds]}")
+    if len(seeds) > 1:
+        lo, hi = paired_t_interval(seeds, config.level)
+        note += f", t-interval over seeds [{lo:+.4f}, {hi:+.4f}]"
+    return Measurement(iv["gain"], interval=(iv["low"], iv["high"]), note=note)
 
 
-def _fmt_interval(iv: dict | None) -> str:
-    return "n/a" if iv is None else f"{iv['gain']:+.4f} [{iv['low']:+.4f}, {iv['high']:+.4f}]"
+def _combine(es: pd.DataFrame, terms: dict) -> np.ndarray | None:
+    """``Σ_arm weight · (CE_bias-only − CE_arm)`` per seed and token (None when an arm is missing)."""
+    total = None
+    for arm, weight in terms.items():
+        g = _token_gains(es, arm)
+        if g is None:
+            return None
+        total = weight * g if total is None else total + weight * g
+    return total
+
+
+def pathway_measurements(es: pd.DataFrame, frame: pd.DataFrame, config: PathwayConfig) -> dict:
+    """The E2 measurements: harness controls and the claim checks with their controls."""
+    shuf, mid, last = f"shuffled{config.shuffled_layer}", f"m{config.claim_layer}", f"m{_last_layer(config)}"
+    inc = f"inc{config.claim_layer}"
+    out = {"min_test_dce": float(es["delta_ce"].min()), "min_dev_dce": float(es["dev_delta_ce"].min())}
+    g_shuf = es[es["arm"] == shuf]["gain"]
+    if len(g_shuf):
+        out["shuffled_gain_abs"] = Measurement(abs(float(g_shuf.mean())),
+                                               note=f"per seed {[round(float(v), 4) for v in g_shuf]}")
+    noes = frame[frame["arm"].str.endswith("_no_early_stop")]
+    if len(noes):
+        out["memorisation_drop"] = float((noes["train_ce_base"] - noes["train_ce"]).iloc[0])
+    if "token_ce" not in es.columns:
+        return out
+    specs = {
+        "gain_mid": ({mid: 1.0}, f"G({mid})"),
+        "gain_last": ({last: 1.0}, f"G({last}): pure adapter capacity"),
+        "mid_vs_shuffled": ({mid: 1.0, shuf: -1.0}, f"G({mid}) − G({shuf})"),
+        "last_vs_shuffled": ({last: 1.0, shuf: -1.0}, f"G({last}) − G({shuf})"),
+        "mid_vs_half_last": ({mid: 1.0, last: -0.5}, f"G({mid}) − 0.5·G({last})"),
+        "shuffled_vs_half_last": ({shuf: 1.0, last: -0.5}, f"G({shuf}) − 0.5·G({last})"),
+    }
+    if config.incremental:
+        specs["incremental"] = ({inc: 1.0, last: -1.0}, f"G([h^L; h^{config.claim_layer}]) − G(h^L), same rank")
+        specs["incremental_shuffled"] = ({f"{inc}_shuffled": 1.0, last: -1.0},
+                                         f"G([h^L; shuffled h^{config.claim_layer}]) − G(h^L)")
+    for key, (terms, what) in specs.items():
+        out[key] = gain_measurement(_combine(es, terms), config, what)
+    return out
+
+
+def _fmt_measurement(m) -> str:
+    if not isinstance(m, Measurement) or m.value is None:
+        return "n/a"
+    return f"{m.value:+.4f}" + ("" if m.interval is None else f" [{m.interval[0]:+.4f}, {m.interval[1]:+.4f}]")
 
 
 def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
@@ -447,13 +562,15 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
     es["train_drop"] = es["train_ce_base"] - es["train_ce"]
     arms = list(dict.fromkeys(es["arm"]))
     has_tokens = "token_ce" in es.columns
-    intervals = {arm: _interval(_pooled_token_gains(es, arm), config) if has_tokens else None for arm in arms}
+    measurements = pathway_measurements(es, frame, config)
+    intervals = {arm: gain_measurement(_token_gains(es, arm), config, f"G({arm})") if has_tokens else None
+                 for arm in arms if arm != "bias_only"}
     rows = []
     for arm in arms:
         g = es[es["arm"] == arm]
         rows.append({"arm": arm, "test ΔCE": format_mean_std(g["delta_ce"], 4),
                      "dev ΔCE": format_mean_std(g["dev_delta_ce"], 4), "G vs bias-only": format_mean_std(g["gain"], 4),
-                     "G, 95 % bootstrap (tokens)": _fmt_interval(intervals[arm]),
+                     f"G, {config.level:.0%} BCa (tokens)": _fmt_measurement(intervals.get(arm)),
                      "KL(path‖base)": format_mean_std(g["kl"], 4), "flip rate": format_mean_std(g["flip_rate"], 3),
                      "train CE drop": format_mean_std(g["train_drop"], 4), "best step": format_mean_std(g["best_step"], 0),
                      "steps run": format_mean_std(g["steps_run"], 0),
@@ -462,55 +579,13 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
     table = pd.DataFrame(rows)
     per_seed = es.pivot_table(index="seed", columns="arm", values="gain").reset_index()
     per_seed.columns = ["seed"] + [f"G({c})" for c in per_seed.columns[1:]]
+    checks = pd.DataFrame([{"measurement": k, "value [interval]": _fmt_measurement(v),
+                            "what": v.note.split(";")[0]} for k, v in measurements.items()
+                           if isinstance(v, Measurement) and v.interval is not None])
     shuf = f"shuffled{config.shuffled_layer}"
-    mid, last = f"m{config.claim_layer}", f"m{max(config.layers)}"
-    claims = [
-        Claim.at_least("E2(a) harness: min over arms and seeds of test ΔCE", float(es["delta_ce"].min()), -0.01,
-                       paper="(harness bar, ours)"),
-        Claim.at_least("E2(a) harness: min over arms and seeds of dev ΔCE", float(es["dev_delta_ce"].min()), 0.0,
-                       paper="(harness bar, ours; ≥ 0 by construction of early stopping)"),
-    ]
-    g_shuf = es[es["arm"] == shuf].set_index("seed")["gain"]
-    g_mid = es[es["arm"] == mid].set_index("seed")["gain"]
-    g_last = es[es["arm"] == last].set_index("seed")["gain"]
-    protocol = ("shared frozen bias" if config.shared_bias else "each arm its own bias (old protocol)")
-    if len(g_shuf):
-        claims.append(Claim.at_most(f"E2(b) harness: |mean G({shuf})| (token-specific gain of shuffled states)",
-                                    abs(float(g_shuf.mean())), 0.01, paper="(harness bar, ours)",
-                                    note=f"{protocol}; per seed {[round(v, 4) for v in g_shuf]}; 95 % bootstrap "
-                                         f"over test tokens {_fmt_interval(intervals.get(shuf))}"))
-    noes = frame[frame["arm"].str.endswith("_no_early_stop")]
-    if len(noes):
-        drop = float((noes["train_ce_base"] - noes["train_ce"]).iloc[0])
-        claims.append(Claim.at_least(f"E2(c) harness: {shuf} without early stopping, train CE drop below base",
-                                     drop, 0.3, paper="(harness bar, ours: memorisation is detectable)",
-                                     note=f"rank {config.rank}, lr {config.lr}, {config.steps} steps, "
-                                          f"{protocol} (the setting of the arms)"))
-    notes = []
-    if len(g_mid) and len(g_shuf):
-        diff = (g_mid - g_shuf).dropna()
-        mean_mid = float(g_mid.mean())
-        _, sd = mean_std(diff)
-        claims.append(Claim.at_least(f"E2 claim check: mean G({mid})", mean_mid, 1e-12,
-                                     paper="a mid-layer pathway changes behaviour (abstract)",
-                                     note=f"bar is > 0; 95 % bootstrap over test tokens "
-                                          f"{_fmt_interval(intervals.get(mid))}; report-only, may fail at this scale"))
-        margin = float(diff.mean() - 2 * sd) if len(diff) > 1 else float("nan")
-        claims.append(Claim.at_least(f"E2 claim check: G({mid}) − G({shuf}) − 2 sd (over seeds)", margin, 1e-12,
-                                     paper="token-specific beyond the shuffled control",
-                                     note=f"mean difference {diff.mean():.4f}, sd {sd:.4f}; report-only"))
-        if len(g_last):
-            ratio_iv = None
-            if has_tokens:
-                t_mid, t_last = _pooled_token_gains(es, mid), _pooled_token_gains(es, last)
-                if t_mid is not None and t_last is not None:
-                    ratio_iv = _interval(t_mid - 0.5 * t_last, config)
-            claims.append(Claim.at_least(f"E2 claim check: G({mid}) − 0.5·G({last})",
-                                         mean_mid - 0.5 * float(g_last.mean()), 0.0,
-                                         paper="comparable to the m = L control",
-                                         note=f"G({last}) = {g_last.mean():.4f}, 95 % bootstrap of the difference "
-                                              f"over test tokens {_fmt_interval(ratio_iv)}; report-only"))
+    protocol = ("shared frozen bias" if config.shared_bias else "each arm its own bias")
     n0 = recs[0]
+    notes = []
     bias_note = ""
     if config.shared_bias and "bias_best_step" in es.columns:
         b = es[es["arm"] == "bias_only"]
@@ -518,31 +593,30 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
                      f"of ≤ {config.bias_steps} (patience {config.bias_patience}), train CE drop "
                      f"{format_mean_std(b['train_drop'], 4)}")
     notes.append(f"tokens per seed: train {n0['n_train']} (a seeded draw of {config.train_blocks} of "
-                 f"{_pool_blocks(config)} blocks), dev {n0['n_dev']}, test {n0['n_test']}; r = {config.rank}, "
+                 f"{_pool_blocks(config)} blocks), dev {n0['n_dev']}, test {n0['n_test']} ({config.test_blocks} "
+                 f"test-split blocks + {config.heldout_blocks} never-trained train-split blocks); r = {config.rank}, "
                  f"AdamW lr {config.lr} wd {config.weight_decay}, ≤ {config.steps} steps of {config.batch_size}, "
                  f"dev every {config.eval_every} steps, patience {config.patience}; base test CE "
                  f"{es['base_ce'].iloc[0]:.3f}; protocol: {protocol}{bias_note}")
     fig, (ax1, ax2) = subplots(1, 2, figsize=(12, 4.2))
-    depth_arms = [f"m{m}" for m in config.layers if f"m{m}" in arms]
-    xs = [int(a[1:]) for a in depth_arms]
-    if all(intervals.get(a) is not None for a in depth_arms) and depth_arms:
-        ys = [intervals[a]["gain"] for a in depth_arms]
-        err = [[intervals[a]["gain"] - intervals[a]["low"] for a in depth_arms],
-               [intervals[a]["high"] - intervals[a]["gain"] for a in depth_arms]]
-    else:
-        ys = [es[es["arm"] == a]["gain"].mean() for a in depth_arms]
-        err = None
-    ax1.errorbar(xs, ys, yerr=err, fmt="o-", color="C0", capsize=3, label="G(m): bypass from layer m")
+    depth_arms = [a for a in arms if a.startswith("m") or a.startswith("inc")]
+    labels = [a if not a.startswith("inc") else f"[h^L; h^{config.claim_layer}]" + a[len(f"inc{config.claim_layer}"):]
+              for a in depth_arms]
+    ys = [es[es["arm"] == a]["gain"].mean() for a in depth_arms]
+    err = None
+    if all(isinstance(intervals.get(a), Measurement) and intervals[a].interval is not None for a in depth_arms):
+        ys = [intervals[a].value for a in depth_arms]
+        err = [[intervals[a].value - intervals[a].interval[0] for a in depth_arms],
+               [intervals[a].interval[1] - intervals[a].value for a in depth_arms]]
+    ax1.errorbar(range(len(depth_arms)), ys, yerr=err, fmt="o", color="C0", capsize=3, label="G(arm)")
+    ax1.set_xticks(range(len(depth_arms)), labels, rotation=20, fontsize=8)
     ax1.axhline(0, color="0.4", lw=1, label="bias-only (G = 0 by definition)")
-    if intervals.get(shuf) is not None:
-        iv = intervals[shuf]
-        ax1.axhspan(iv["low"], iv["high"], color="C3", alpha=0.2)
-        ax1.axhline(iv["gain"], color="C3", ls="--", label=f"{shuf} (95 % band)")
-    elif len(g_shuf):
-        ax1.axhline(float(g_shuf.mean()), color="C3", ls="--", label=shuf)
-    ax1.set_xlabel("source layer m")
+    iv = intervals.get(shuf)
+    if isinstance(iv, Measurement) and iv.interval is not None:
+        ax1.axhspan(*iv.interval, color="C3", alpha=0.2)
+        ax1.axhline(iv.value, color="C3", ls="--", label=f"{shuf} ({config.level:.0%} band)")
     ax1.set_ylabel("G = CE_bias-only − CE_path (nats, test)")
-    ax1.set_title("token-specific gain vs depth (95 % bootstrap over test tokens, seeds pooled)")
+    ax1.set_title(f"token-specific gain ({config.level:.0%} BCa over test tokens, seeds averaged)")
     ax1.legend(fontsize=7)
     seed0 = es["seed"].min()
     for arm in arms:
@@ -560,8 +634,10 @@ def summarize_pathway(jobs: list, config: PathwayConfig) -> Result:
     ax2.set_title(f"dev CE during training (seed {seed0})")
     ax2.legend(fontsize=7)
     fig.tight_layout()
-    return Result(tables={"E2 pathway arms (test split)": table, "E2 G per seed": per_seed},
-                  figures={"E2 pathway gains": fig}, claims=claims, notes=notes)
+    tables = {"E2 pathway arms (test split)": table, "E2 G per seed": per_seed}
+    if len(checks):
+        tables["E2 claim measurements and controls"] = checks
+    return Result(tables=tables, figures={"E2 pathway gains": fig}, measurements=measurements, notes=notes)
 
 
 # -- scaling: metric cost vs tokens -----------------------------------------------------------
@@ -618,9 +694,7 @@ def summarize_scaling(jobs: list, config: ScalingConfig) -> Result:
     fig.tight_layout()
     table = pd.DataFrame({"tokens": m["sizes"], "seconds": np.round(m["seconds"], 5)})
     return Result(tables={"metric cost vs tokens": table}, figures={"metric cost vs tokens": fig},
-                  claims=[Claim.at_most("scaling: log-log slope of metric cost in N", slope, 1.15,
-                                        paper="O(N d²) accumulation + O(d³) spectra")],
-                  notes=[f"d = {config.d_model}; slope {slope:.3f}"])
+                  measurements={"slope": slope}, notes=[f"d = {config.d_model}; slope {slope:.3f}"])
 
 
 # -- E3 (opt-in): a tiny controlled LM ----------------------------------------------------------
@@ -718,7 +792,7 @@ def run_tiny(config: TinyConfig, seed: int, task: dict) -> dict:
         return {"arm": "scratch_pathway", "val_ce": val_ce, "seconds": time.perf_counter() - started}
     model, tok, val_ce = _train_char_lm(config, seed, with_pathway=False)
     ids = corpus_token_blocks(tok, "topics", "train", config.seq_len, config.profile_blocks)
-    frame = profile(model, ids, ks=(8, 32), batch_size=8)
+    frame = profile(model, ids, ks=(8, 32), batch_size=8, random_bases=RANDOM_BASES)
     L = config.layers
     splits = [corpus_token_blocks(tok, "topics", s, config.seq_len, n)
               for s, n in (("train", 64), ("dev", 16), ("test", 16))]
@@ -743,7 +817,7 @@ def tiny_tasks(config: TinyConfig) -> list:
 def summarize_tiny(jobs: list, config: TinyConfig) -> Result:
     trained = [j.metrics for j in jobs if j.metrics["arm"] == "trained"]
     scratch = [j.metrics for j in jobs if j.metrics["arm"] == "scratch_pathway"]
-    tables, figures, claims, notes = {}, {}, [], []
+    tables, figures, measurements, notes = {}, {}, {}, []
     if trained:
         t = trained[0]
         frame = pd.DataFrame(t["profile"])
@@ -752,10 +826,8 @@ def summarize_tiny(jobs: list, config: TinyConfig) -> Result:
         cols = [c for c in PROFILE_COLUMNS if c in frame and c != "enrichment_32"]
         tables["E3 tiny char LM depth profile"] = frame[cols].round(3)
         figures["E3 tiny char LM depth profile"] = _depth_figure({"raw": frame}, L, ["raw"])
-        claims += [Claim.at_least("E3 erank ratio median_P / L (report)", stats["erank_ratio"], 2.5,
-                                  paper="capacity intact (E1(b) bar reused)"),
-                   Claim.at_most("E3 access ratio median_P Â_8 / Â_8(L) (report)", stats["access_ratio"], 0.8,
-                                 paper="weak access (E1(c) bar reused)")]
+        measurements.update({k: stats[k] for k in ("erank_ratio", "erank_ratio_early", "access_ratio",
+                                                   "access_ratio_random_basis") if k in stats})
         gains = pd.DataFrame([{"arm": k, "seed": j.seed, **v} for j in jobs if j.metrics["arm"] == "trained"
                               for k, v in j.metrics["pathway"].items()])
         tables["E3 pathway arms"] = gains.groupby("arm", sort=False)[["delta_ce", "gain"]].mean().round(4).reset_index()
@@ -767,37 +839,30 @@ def summarize_tiny(jobs: list, config: TinyConfig) -> Result:
              {"model": f"with pathway from layer {config.pathway_layer}", "val CE": round(path, 4)}])
         notes.append(f"val CE plain {base:.4f} vs with pathway {path:.4f} (difference {base - path:+.4f}); "
                      "the spec sets no bar for this counterfactual")
-    return Result(tables=tables, figures=figures, claims=claims, notes=notes)
+    return Result(tables=tables, figures=figures, measurements=measurements, notes=notes)
 
+
+_PATHWAY_QUICK = PathwayConfig(seq_len=32, train_blocks=4, train_pool_blocks=6, dev_blocks=2, test_blocks=2,
+                               heldout_blocks=2, steps=6, batch_size=64, eval_every=3, patience=2, bias_steps=6,
+                               batch_rows=4, n_boot=200)
 
 EXPERIMENT = register(Experiment(
-    slug="accessibility",
-    headline='profile/E1(c) weak access: median_P Â_8 / Â_8(L)',   # the abstract's main claim tested by the default parts
-    title="Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs",
-    reference="Capacity without Access: Reinterpreting the Mid-Depth Spectral Plateau in LLMs, ICML 2026 "
-              "(poster 60763; authors not listed in the material we could read).",
-    claims=["mid-depth layers keep a broad, high-entropy spectrum (capacity) but project weakly onto the "
-            "output-relevant subspace (access)",
-            "a diagnostic pathway routing an intermediate layer to the readout changes behaviour"],
+    slug="accessibility",   # title, claims and part descriptions: claims.toml
     parts=[
         Part(name="profile", run=run_profile, summarize=summarize_profile,
              quick=ProfileConfig(seq_len=32, n_blocks=2, budgets=(1, 2), skips=(4,), batch_size=2),
-             full=ProfileConfig(), seeds=(0,), quick_seeds=(0,), threads=1,
-             description="E1: capacity vs accessibility depth profile of SmolLM2-135M"),
+             full=ProfileConfig(), seeds=(0,), quick_seeds=(0,), threads=1),
         Part(name="pathway", run=run_pathway, summarize=summarize_pathway, tasks=pathway_tasks,
-             quick=PathwayConfig(seq_len=32, train_blocks=4, train_pool_blocks=6, dev_blocks=2, test_blocks=2, steps=6,
-                                 batch_size=64, eval_every=3, patience=2, bias_steps=6, batch_rows=4, n_boot=200),
-             full=PathwayConfig(), seeds=(0, 1, 2), quick_seeds=(0,), threads=1,
-             description="E2: diagnostic pathway arms (shared frozen bias, m = 8/15/22/30, shuffled-15), seeds "
-                         "resample the training tokens, bootstrap intervals"),
+             quick=_PATHWAY_QUICK, full=PathwayConfig(), seeds=(0, 1, 2), quick_seeds=(0,), threads=1),
         Part(name="scaling", run=run_scaling, summarize=summarize_scaling,
              quick=ScalingConfig(d_model=64, vocab=256, sizes=(256, 512, 1024), batch=256, repeats=2),
-             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,), threads=1,
-             description="metric cost vs number of tokens (log-log slope)"),
+             full=ScalingConfig(), seeds=(0,), quick_seeds=(0,), threads=1),
+        # the same arms on five seeds: seeds 0-2 are read back from the default part's finished arms
+        Part(name="pathway5", run=run_pathway, summarize=summarize_pathway, tasks=pathway_tasks,
+             quick=_PATHWAY_QUICK, full=PathwayConfig(), seeds=(0, 1, 2, 3, 4), quick_seeds=(0, 1), threads=1),
         Part(name="tiny", run=run_tiny, summarize=summarize_tiny, tasks=tiny_tasks,
              quick=TinyConfig(layers=4, hidden=32, heads=2, seq_len=32, batch=4, train_steps=3, profile_blocks=4,
                               eval_blocks=2, pathway_layer=2, pathway_steps=3),
-             full=TinyConfig(), seeds=(0,), quick_seeds=(0,), default=False, threads=1,
-             description="E3 (opt-in): tiny char-level Llama trained here; profile, pathway, from-scratch pathway"),
+             full=TinyConfig(), seeds=(0,), quick_seeds=(0,), threads=1),
     ],
 ))

@@ -70,6 +70,11 @@ class DiagnosticPathway(torch.nn.Module):
         Include ``B A``; ``False`` gives the bias-only arm.
     seed : int
         Seed of ``A``'s ``N(0, 1/d)`` initialisation (``B`` starts at zero).
+    n_sources : int
+        Number of source layers whose states are concatenated along the last dimension (each
+        block of ``d_model`` is RMS-normalised on its own); ``A`` is ``r × (n_sources·d)``. The
+        incremental arm ``[h^L; h^m]`` uses 2: at the same rank as the ``h^L`` arm, it separates
+        what layer ``m`` adds from adapter capacity (a Resolution, not from the paper).
 
     References
     ----------
@@ -86,9 +91,11 @@ class DiagnosticPathway(torch.nn.Module):
     """
 
     def __init__(self, d_model: int, rank: int = 8, injection: str = "post_norm", learn_bias: bool = True,
-                 bypass: bool = True, seed: int = 0):
+                 bypass: bool = True, seed: int = 0, n_sources: int = 1):
         super().__init__()
         self.d_model = check_int(d_model, "d_model", min_value=1)
+        self.n_sources = check_int(n_sources, "n_sources", min_value=1)
+        d_in = self.n_sources * d_model
         self.rank = check_int(rank, "rank", min_value=1)
         self.injection = check_choice(injection, "injection", INJECTIONS)
         self.learn_bias = bool(learn_bias)
@@ -97,15 +104,16 @@ class DiagnosticPathway(torch.nn.Module):
             raise ValueError("a pathway needs the bypass, the bias, or both (learn_bias=False and bypass=False)")
         check_int(seed, "seed", min_value=0)
         g = torch.Generator().manual_seed(seed)
-        self.A = torch.nn.Parameter(torch.randn(self.rank, d_model, generator=g) / d_model ** 0.5,
+        self.A = torch.nn.Parameter(torch.randn(self.rank, d_in, generator=g) / d_in ** 0.5,
                                     requires_grad=self.bypass)
         self.B = torch.nn.Parameter(torch.zeros(d_model, self.rank), requires_grad=self.bypass)
         self.bias = torch.nn.Parameter(torch.zeros(d_model), requires_grad=self.learn_bias)
-        self.register_buffer("source_mean", torch.zeros(d_model))
+        self.register_buffer("source_mean", torch.zeros(d_in))
 
     def source_features(self, source_states: torch.Tensor) -> torch.Tensor:
-        """``n(h^m) − μ``: RMS-normalised, centred source states."""
-        return rms_normalize(source_states.float()) - self.source_mean
+        """``n(h^m) − μ``: RMS-normalised (per source block), centred source states."""
+        blocks = source_states.float().split(self.d_model, dim=-1)
+        return torch.cat([rms_normalize(b) for b in blocks], dim=-1) - self.source_mean
 
     def delta(self, source_states: torch.Tensor) -> torch.Tensor:
         """The bypass term ``B A (n(h^m) − μ)`` (zeros for the bias-only arm)."""
@@ -121,13 +129,14 @@ class DiagnosticPathway(torch.nn.Module):
         ----------
         final_states : Tensor (..., d)
             ``post_norm``: the normed final state ``N_γ(h^L)``; ``pre_norm``: the pre-norm ``h^L``.
-        source_states : Tensor (..., d)
-            The raw source state ``h^m`` (normalised inside).
+        source_states : Tensor (..., n_sources·d)
+            The raw source state ``h^m`` (normalised inside); several layers concatenated.
         norm : module, required for ``pre_norm``
             The model's final norm.
         """
-        if final_states.shape[-1] != self.d_model or source_states.shape[-1] != self.d_model:
-            raise ValueError(f"final_states and source_states must have last dimension {self.d_model}")
+        if final_states.shape[-1] != self.d_model or source_states.shape[-1] != self.n_sources * self.d_model:
+            raise ValueError(f"final_states must have last dimension {self.d_model} and source_states "
+                             f"{self.n_sources * self.d_model} ({self.n_sources} source layer(s))")
         if self.injection == "post_norm":
             return final_states + self.bias + self.delta(source_states)
         if norm is None:
@@ -361,7 +370,7 @@ class PathwayResult:
     True
     """
 
-    source_layer: int | None
+    source_layer: int | list | None
     control: str | None
     rank: int
     base_ce: float
@@ -442,14 +451,16 @@ class _Arm:
     The cached arrays stay in (memory-mapped) numpy; labels and source features live on
     ``device``, and each batch of base logits is read on the CPU and copied there."""
 
-    def __init__(self, split: PathwaySplit, source, mean, perm, device=torch.device("cpu")):
+    def __init__(self, split: PathwaySplit, sources, mean, perm, device=torch.device("cpu")):
         self.split = split
         self.device = torch.device(device)
         self.labels = torch.from_numpy(np.asarray(split.labels)).to(self.device)
         self.x = None
-        if source is not None:
-            x = torch.from_numpy(np.asarray(split.sources[source], dtype=np.float32)).to(self.device) - mean
-            self.x = x[perm] if perm is not None else x
+        if sources:   # the last source's rows are permuted by the shuffled control
+            blocks = [torch.from_numpy(np.asarray(split.sources[m], dtype=np.float32)) for m in sources]
+            if perm is not None:
+                blocks[-1] = blocks[-1][perm]
+            self.x = (torch.cat(blocks, dim=1) if len(blocks) > 1 else blocks[0]).to(self.device) - mean
         self._buffer = None
         self._scratch = None
         self._device_buffer = None
@@ -600,7 +611,7 @@ def _readout_enrichment(cache, path, arm: _Arm, k: int = 8) -> tuple[float, floa
             accessibility_metrics(path_stats.cov(), Q, sv, (k,))[f"enrichment_{k}"])
 
 
-def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8, steps: int = 150,
+def fit_pathway(cache: PathwayCache, source_layer: int | Sequence[int] | None, *, rank: int = 8, steps: int = 150,
                 lr: float = 5e-4, weight_decay: float = 0.1, batch_size: int = 1024, control: str | None = None,
                 center: bool = True, learn_bias: bool = True, early_stop: bool = True, eval_every: int = 10,
                 patience: int | None = 3, injection: str = "post_norm", train_eval_tokens: int = 4096,
@@ -611,13 +622,16 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
     Parameters
     ----------
     cache : PathwayCache
-    source_layer : int or None
-        The cached layer ``m`` the bypass reads (ignored, may be None, for ``control="bias_only"``).
+    source_layer : int, sequence of int, or None
+        The cached layer ``m`` the bypass reads (ignored, may be None, for ``control="bias_only"``);
+        several layers, e.g. ``(L, m)``, give the incremental arm: their centred features are
+        concatenated and ``A`` reads all of them at the same rank.
     rank : int
         ``r`` (``>= d`` allowed: a full bypass).
     steps, lr, weight_decay, batch_size : training budget (AdamW on batches of cached tokens)
     control : {None, "shuffled", "bias_only"}
-        ``"shuffled"``: rows of ``n(h^m)`` permuted across tokens within each split (seeded);
+        ``"shuffled"``: rows of ``n(h^m)`` permuted across tokens within each split (seeded; with
+        several source layers only the last one's rows);
         ``"bias_only"``: only the bias ``b`` is trained.
     center : bool
         Subtract the train mean of ``n(h^m)`` from the source features.
@@ -669,10 +683,13 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
     check_scalar_in(lr, "lr", low=0.0, low_inclusive=False)
     check_scalar_in(weight_decay, "weight_decay", low=0.0)
     if control != "bias_only":
-        if source_layer not in cache.layers:
-            raise ValueError(f"source_layer must be one of the cached layers {cache.layers}, got {source_layer!r}")
+        sources = tuple(source_layer) if isinstance(source_layer, (tuple, list)) else (source_layer,)
+        if not sources or any(m not in cache.layers for m in sources) or len(set(sources)) != len(sources):
+            raise ValueError(f"source_layer must be one or more distinct cached layers {cache.layers}, "
+                             f"got {source_layer!r}")
+        source_layer = sources[0] if len(sources) == 1 else list(sources)
     else:
-        source_layer = None
+        source_layer, sources = None, ()
     if injection == "pre_norm" and cache.meta.get("norm", "RMSNorm").lower().find("rms") < 0:
         raise ValueError(f"injection='pre_norm' needs an RMSNorm final norm, the cache has {cache.meta.get('norm')}")
     device = resolve_device(device)
@@ -686,7 +703,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
     frozen_bias_only = control == "bias_only" and bias is not None
     path = DiagnosticPathway(d, rank=rank, injection=injection,
                              learn_bias=bias is not None or learn_bias or control == "bias_only",
-                             bypass=control != "bias_only", seed=seed)
+                             bypass=control != "bias_only", seed=seed, n_sources=max(1, len(sources)))
     if bias is not None:   # the shared bias: the start, and frozen
         with torch.no_grad():
             path.bias.copy_(bias)
@@ -695,17 +712,20 @@ def fit_pathway(cache: PathwayCache, source_layer: int | None, *, rank: int = 8,
     if frozen_bias_only:
         steps = 0
     gen = torch.Generator().manual_seed(seed + 1)
-    if source_layer is not None and center:
-        src = np.asarray(cache.train.sources[source_layer])
-        src = src if rows is None else src[rows.numpy()]
-        path.source_mean.copy_(torch.from_numpy(np.asarray(src, dtype=np.float64).mean(axis=0)).float())
+    if sources and center:
+        means = []
+        for m in sources:
+            src = np.asarray(cache.train.sources[m])
+            src = src if rows is None else src[rows.numpy()]
+            means.append(np.asarray(src, dtype=np.float64).mean(axis=0))
+        path.source_mean.copy_(torch.from_numpy(np.concatenate(means)).float())
     arms = {}
     for name in _SPLITS:
         split = cache.split(name)
         perm = None
         if control == "shuffled":
             perm = torch.randperm(split.n_tokens, generator=torch.Generator().manual_seed(seed + 1000 + len(arms)))
-        arms[name] = _Arm(split, source_layer, path.source_mean, perm, device)
+        arms[name] = _Arm(split, sources, path.source_mean, perm, device)
     params = [p for p in path.parameters() if p.requires_grad]
     opt = _AdamW(params, lr=lr, weight_decay=weight_decay)
     readout = _Readout(cache, device)

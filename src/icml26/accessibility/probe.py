@@ -461,8 +461,34 @@ def profile_pass(model, input_ids, attention_mask=None, *, variants=(("none", 4)
     return ProfilePass(out_stats, out_lens, out_align, L, d, lens_skip, budgets)
 
 
+def random_enrichment(cov, k: int, n_bases: int = 20, seed: int = 0) -> float:
+    """Mean ``Â_k`` of ``cov`` over ``n_bases`` random orthonormal ``k``-frames (seeded, local generator).
+
+    The negative control of the weak-access claims: a readout subspace unrelated to ``W_U``.
+
+    Examples
+    --------
+    >>> round(random_enrichment(torch.eye(16, dtype=torch.float64), 4), 6)
+    1.0
+    """
+    cov = torch.as_tensor(cov, dtype=torch.float64)
+    d = cov.shape[0]
+    check_int(k, "k", min_value=1)
+    if k > d:
+        raise ValueError(f"k={k} exceeds the hidden size d={d}")
+    trace = float(torch.diagonal(cov).sum())
+    if trace <= 0:
+        return float("nan")
+    g = torch.Generator().manual_seed(seed)
+    vals = []
+    for _ in range(check_int(n_bases, "n_bases", min_value=1)):
+        Qk, _ = torch.linalg.qr(torch.randn(d, k, generator=g, dtype=torch.float64))
+        vals.append(float((Qk * (cov @ Qk)).sum()) / trace * d / k)
+    return float(np.mean(vals))
+
+
 def profile_table(stats: Sequence[LayerStats], Q, sv, *, centered: bool = True, ks: Sequence[int] = ACCESS_KS,
-                  lens: dict | None = None, align: dict | None = None) -> pd.DataFrame:
+                  lens: dict | None = None, align: dict | None = None, random_bases: int = 0) -> pd.DataFrame:
     """One row per layer: capacity, accessibility, and (when given) lens / alignment columns.
 
     Parameters
@@ -473,6 +499,9 @@ def profile_table(stats: Sequence[LayerStats], Q, sv, *, centered: bool = True, 
         Covariance (True) or raw second moment (False).
     ks : subspace sizes for the enrichment ``Â_k``
     lens, align : per-layer arrays from :class:`ProfilePass`
+    random_bases : int
+        When positive, add ``enrichment_<ks[0]>_random``: ``Â`` of the same covariance on this
+        many random orthonormal frames (:func:`random_enrichment`; the access claims' control).
 
     Returns
     -------
@@ -500,6 +529,8 @@ def profile_table(stats: Sequence[LayerStats], Q, sv, *, centered: bool = True, 
         row = {"layer": layer, "n_tokens": s.n_tokens}
         row.update(capacity_metrics(cov))
         row.update(accessibility_metrics(cov, Q, sv, ks))
+        if random_bases:
+            row[f"enrichment_{ks[0]}_random"] = random_enrichment(cov, ks[0], random_bases)
         if lens is not None:
             row.update({"ce_lens": float(lens["ce"][layer]), "kl_to_final": float(lens["kl_to_final"][layer]),
                         "top1_agree": float(lens["top1_agree"][layer])})
@@ -533,7 +564,7 @@ def collect_layer_stats(model, input_ids, attention_mask=None, skip: int = 4, to
 
 def profile(model, input_ids, attention_mask=None, *, skip: int = 4, token_norm: str = "none",
             centered: bool = True, ks: Sequence[int] = ACCESS_KS, lens: bool = True,
-            batch_size: int = 4) -> pd.DataFrame:
+            batch_size: int = 4, random_bases: int = 0) -> pd.DataFrame:
     """The depth profile of a causal LM: capacity, accessibility and logit lens per layer.
 
     Parameters
@@ -550,6 +581,8 @@ def profile(model, input_ids, attention_mask=None, *, skip: int = 4, token_norm:
     lens : bool
         Include the logit-lens columns.
     batch_size : int
+    random_bases : int
+        Random readout frames for the ``enrichment_<k>_random`` control column (0: none).
 
     Returns
     -------
@@ -576,4 +609,4 @@ def profile(model, input_ids, attention_mask=None, *, skip: int = 4, token_norm:
     rows = input_ids.shape[0]
     Q, sv = readout_basis_from_weights(parts.lm_head.weight, parts.gamma)
     return profile_table(run.stats[(token_norm, skip, rows)], Q, sv, centered=centered, ks=ks,
-                         lens=run.lens.get(rows), align=run.align.get(rows))
+                         lens=run.lens.get(rows), align=run.align.get(rows), random_bases=random_bases)
