@@ -35,10 +35,9 @@ test: $(STAMP)
 	sandbox tests use unshare instead; 'apt-get install bubblewrap' adds the bwrap backend"
 	$(PY) -m pytest
 
-# The generated files the tests compare with the code: the method catalogue and the README
-# ledger blocks. Run after the last code change and the last `icml26 run ... --record`.
+# The generated files the tests compare with the code: the README ledger blocks. Run after
+# the last `icml26 run ... --record` (or `python -m icml26.core.ledger rederive/migrate`).
 generated: $(STAMP)
-	$(PY) -m icml26.core.catalog
 	$(PY) -m icml26.core.ledger readme
 
 # The API reference, from the numpydoc docstrings (Sphinx autosummary; offline).

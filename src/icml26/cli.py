@@ -122,7 +122,7 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
                                            "headline claims in words.")) -> None:
     """List the papers: slug, status, parts and claim counts (titles with --long).
 
-    Read from the method catalogue, without importing the methods.
+    Read from the methods' claim tables (claims.toml), without importing them.
     """
     entries = catalogue()
     slugs = list(PAPERS) + sorted(set(entries) - set(PAPERS))
@@ -141,7 +141,7 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
             if entry is None:
                 table.add_row(slug, Text("not yet", style="dim"), "", "", "")
             elif "error" in entry:
-                table.add_row(slug, Text("import error", style="red"), "", "", "")
+                table.add_row(slug, Text("table error", style="red"), "", "", "")
             else:
                 verdict, date = _ledger_cells(slug, entry)
                 table.add_row(slug, _headline_cell(slug, entry), verdict,
@@ -160,7 +160,7 @@ def list_methods(long: bool = typer.Option(False, "--long", help="Titles, part n
         if entry is None:
             status = _styled(("not yet", "dim"))
         elif "error" in entry:
-            status = _styled(("import error", "red"), f": {entry['error']}")
+            status = _styled(("table error", "red"), f": {entry['error']}")
         else:
             status = _styled(("implemented", "green"))
         console.print(_styled((slug, "bold"), " · ", status), highlight=False)

@@ -9,7 +9,7 @@ Result`` that aggregates the per-job metrics into tables, figures and claims.
 
 Registration happens when ``icml26.<slug>.experiment`` is imported; discovery imports
 every method folder that has such a module, so there is no central list to edit.
-(``icml26 list`` describes the methods from :mod:`icml26.core.catalog` without importing
+(``icml26 list`` describes the methods from their claim tables without importing
 them.)
 
 Examples
