@@ -63,10 +63,11 @@ def _pathway_jobs(gains: dict, n_tokens: int = 400, seeds=(0, 1, 2), noise: floa
     from icml26.core.experiment import JobResult
 
     jobs = []
-    for seed in seeds:
+    for i, seed in enumerate(seeds):
         rng = np.random.default_rng(seed)
         base = 2.0 + rng.normal(0, 0.5, n_tokens)
         for arm, gain in {"bias_only": 0.0, **gains}.items():
+            gain = gain[i] if isinstance(gain, (list, tuple)) else gain   # per-seed gains
             ce = base - gain - (rng.normal(0, noise, n_tokens) if gain else 0.0)
             metrics = {"arm": arm, "path_ce": float(ce.mean()), "base_ce": 2.1, "delta_ce": 0.05,
                        "dev_delta_ce": 0.0, "kl": 0.1, "flip_rate": 0.1, "train_ce_base": 2.0,
@@ -112,6 +113,16 @@ def test_pathway_gates_flip(experiment):
     # no effect: the interval straddles the bar or lies below it
     v = _verdicts(experiment, _pathway_jobs(dict(fair, m15=0.0005), noise=0.2))
     assert v["pathway/gain_mid"] in ("INCONCLUSIVE", "FAIL")
+
+
+def test_a_gain_that_changes_sign_across_training_seeds_is_inconclusive(experiment):
+    """Tight token intervals do not decide a claim when the trained pathways disagree: the
+    verdict reads the hull of the token interval and the t-interval over seeds."""
+    fair = {"m15": 0.03, "m30": -0.02, "shuffled15": 0.0, "inc15_shuffled": -0.04}
+    steady = _verdicts(experiment, _pathway_jobs(dict(fair, inc15=[0.012, 0.010, 0.011]), n_tokens=4000))
+    assert steady["pathway/incremental"] == "PASS"
+    split = _verdicts(experiment, _pathway_jobs(dict(fair, inc15=[0.03, -0.01, 0.013]), n_tokens=4000))
+    assert split["pathway/incremental"] == "INCONCLUSIVE"      # same mean; tokens alone would pass
 
 
 def test_scaling_quick(experiment):

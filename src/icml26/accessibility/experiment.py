@@ -487,9 +487,14 @@ def _token_gains(es: pd.DataFrame, arm: str, reference: str = "bias_only") -> np
 
 
 def gain_measurement(per_seed: np.ndarray | None, config: PathwayConfig, what: str) -> Measurement:
-    """A gain over tokens: the mean, a paired BCa interval over test tokens of the per-token gain
-    averaged over seeds (:func:`~icml26.accessibility.pathway.bootstrap_gain`), and the paired
-    t-interval over seeds in the note."""
+    """A gain over tokens and training seeds: the mean; a paired BCa interval over test tokens
+    of the per-token gain averaged over seeds (:func:`~icml26.accessibility.pathway.bootstrap_gain`);
+    and, with two or more seeds, the paired t-interval over seeds.
+
+    The verdict reads the hull of the two intervals: a claim must clear its bar both over the
+    test tokens (the finite test set) and over the training seeds (the pathways are trained, and
+    their seed-to-seed spread is as large as the effect), so PASS needs both and one straddling
+    interval makes it INCONCLUSIVE. Both intervals are in the note."""
     from .pathway import bootstrap_gain
 
     if per_seed is None:
@@ -499,10 +504,13 @@ def gain_measurement(per_seed: np.ndarray | None, config: PathwayConfig, what: s
     seeds = per_seed.mean(axis=1)
     note = (f"{what}; {iv['n_tokens']} test tokens × {len(seeds)} seeds; {config.level:.0%} BCa over tokens "
             f"half-width {(iv['high'] - iv['low']) / 2:.4f}; per seed {[round(float(v), 4) for v in seeds]}")
+    low, high = iv["low"], iv["high"]
     if len(seeds) > 1:
         lo, hi = paired_t_interval(seeds, config.level)
-        note += f", t-interval over seeds [{lo:+.4f}, {hi:+.4f}]"
-    return Measurement(iv["gain"], interval=(iv["low"], iv["high"]), note=note)
+        note += (f", t-interval over seeds [{lo:+.4f}, {hi:+.4f}]; the verdict reads the hull "
+                 "of the token and seed intervals")
+        low, high = min(low, lo), max(high, hi)
+    return Measurement(iv["gain"], interval=(low, high), note=note)
 
 
 def _combine(es: pd.DataFrame, terms: dict) -> np.ndarray | None:
