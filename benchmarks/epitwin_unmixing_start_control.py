@@ -8,6 +8,7 @@ step 0 and after training, against the state oracle and the read-out class's own
 (benchmarks/epitwin_pooled_map_diagnostic.py). One training run costs ≈ 650 CPU-s.
 
     python benchmarks/epitwin_unmixing_start_control.py [--starts least_squares zero] [--epochs 38]
+        [--unmixing-lr 1e-4]
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def main() -> None:
     ap.add_argument("--starts", nargs="+", default=["least_squares"])
     ap.add_argument("--epochs", type=int, default=W_ROUTE_FULL.epochs)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--unmixing-lr", type=float, default=None,
+                    help="learning rate of the read-out's coefficients (default: the model's lr)")
     args = ap.parse_args()
     config = replace(W_ROUTE_FULL, epochs=args.epochs)
     data = protocol_data(config)
@@ -47,7 +50,7 @@ def main() -> None:
                         stride=config.train_stride, seed=args.seed, patch=config.patch,
                         functional="static", lr=config.lr, signed_unmixing=True,
                         refine_checkpoint=config.refine_checkpoint, adversarial=False,
-                        n_context=2, unmixing_start=start)
+                        n_context=2, unmixing_start=start, unmixing_lr=args.unmixing_lr)
         model.fit([t[0] for t in data["train"]], [t[1] for t in data["train"]], X_val=data["val"],
                   fs=data["fs"], context=data["train_state"], context_val=data["val_state"])
         trained = rmse(leave_one_shaft_out(_WithLabels(model, data["test_state"], keyword=True), W, montage))

@@ -128,3 +128,21 @@ def test_step0_output_is_the_interpolation_plus_the_pooled_map(world):
         v /= v.sum()
         want = np.einsum("j,bjt->bt", v, Z[:2].astype(np.float64)) + np.einsum("f,bft->bt", M[i].ravel(), A)
         np.testing.assert_allclose(out[:, i], want, rtol=1e-4, atol=1e-4)
+
+
+def test_unmixing_lr_moves_only_the_read_out_slowly(world):
+    Z, montage = world
+    X = np.concatenate(list(Z), axis=1)
+    kw = dict(d_model=8, n_layers=1, n_heads=2, patch=64, k_lap=3, epochs=1, window=256,
+              stride=256, adversarial=False, seed=0, unmixing_start="least_squares")
+    slow = EpiTwin(unmixing_lr=1e-9, **kw).fit(X, montage)
+    start, end = slow.step0_state_["unmixing.coef"], slow.model_.unmixing.coef.detach()
+    assert torch.allclose(start, end, atol=1e-6)                      # the read-out barely moved
+    now = slow.model_.state_dict()
+    moved = max(float((now[k].float() - v.float()).abs().max()) for k, v in slow.step0_state_.items()
+                if k != "unmixing.coef" and v.is_floating_point())
+    assert moved > 1e-4                                                # the rest trains at lr
+    same = EpiTwin(**kw).fit(X, montage)
+    assert not torch.allclose(same.step0_state_["unmixing.coef"], same.model_.unmixing.coef.detach(), atol=1e-6)
+    with pytest.raises(ValueError, match="unmixing_lr"):
+        EpiTwin(unmixing_lr=0.0, **kw).fit(X, montage)

@@ -466,6 +466,10 @@ class _NeuralReconstructor(BaseReconstructor):
     def _start(self, model, patients):
         """Set start values that depend on the training data (none by default)."""
 
+    def _param_groups(self, model):
+        """The optimiser's parameter groups (one, at ``lr``, by default)."""
+        return [{"params": list(model.parameters())}]
+
     def _fit(self, patients, val):
         self._check_params()
         self.device_ = resolve_device(getattr(self, "device", "cpu"))
@@ -488,7 +492,7 @@ class _NeuralReconstructor(BaseReconstructor):
         n_adv = int(round(0.3 * self.epochs)) if self.adversarial else 0
         n_rec = self.epochs - n_adv
         steps = max(1, n_rec * sum(math.ceil(len(p["Z"]) / self.batch_size) for p in patients))
-        opt = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = torch.optim.AdamW(self._param_groups(model), lr=self.lr, weight_decay=self.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
         self.history_ = []
@@ -723,6 +727,8 @@ class EpiTwin(_NeuralReconstructor):
         residual of that interpolation (:func:`~icml26.epitwin.baselines.pooled_unmixing_map`;
         step 0 then predicts like that linear map, and training only has to learn how it
         changes with the state the transformer reads).
+    unmixing_lr : float, optional
+        Learning rate of the unmixing coefficients (default: ``lr``, like every parameter).
     n_context : int
         Number of known context labels (0: none); ``fit``/``predict`` then take ``context``,
         a label per sample (the positive control gives the true network state this way).
@@ -766,9 +772,9 @@ class EpiTwin(_NeuralReconstructor):
                  geometry_start: bool = True, mask_hidden_keys: bool = True,
                  signed_unmixing: bool = True, n_regimes: int = UNMIXING_REGIMES,
                  n_context: int = 0, refine_checkpoint: str = "best_rmse", device="cpu",
-                 unmixing_start: str = "zero"):
+                 unmixing_start: str = "zero", unmixing_lr: float | None = None):
         self.d_model, self.n_layers, self.n_heads, self.patch = d_model, n_layers, n_heads, patch
-        self.unmixing_start = unmixing_start
+        self.unmixing_start, self.unmixing_lr = unmixing_start, unmixing_lr
         self.geometry_start, self.mask_hidden_keys = geometry_start, mask_hidden_keys
         self.signed_unmixing, self.n_regimes, self.n_context = signed_unmixing, n_regimes, n_context
         self.refine_checkpoint, self.device = refine_checkpoint, device
@@ -787,6 +793,8 @@ class EpiTwin(_NeuralReconstructor):
         check_int(self.n_regimes, "n_regimes", min_value=1)
         check_int(self.n_context, "n_context", min_value=0)
         check_choice(self.unmixing_start, "unmixing_start", ("zero", "least_squares"))
+        if self.unmixing_lr is not None:
+            check_scalar_in(self.unmixing_lr, "unmixing_lr", low=0.0, low_inclusive=False)
         if self.unmixing_start == "least_squares" and self.signed_unmixing and \
                 self.use_gfba and self.use_functional and self.functional == "dynamic":
             raise ValueError("unmixing_start='least_squares' needs a fixed interpolation at the "
@@ -804,6 +812,14 @@ class EpiTwin(_NeuralReconstructor):
         if not self.use_functional:
             return None
         return super()._functional(t, x, mask, key)
+
+    def _param_groups(self, model):
+        """The signed unmixing's coefficients at ``unmixing_lr`` (when set), the rest at ``lr``."""
+        if self.unmixing_lr is None or model.unmixing is None:
+            return super()._param_groups(model)
+        coef = model.unmixing.coef
+        rest = [p for p in model.parameters() if p is not coef]
+        return [{"params": rest}, {"params": [coef], "lr": self.unmixing_lr}]
 
     def _start(self, model, patients):
         """The least-squares start of the signed unmixing (``unmixing_start="least_squares"``):
