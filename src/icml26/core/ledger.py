@@ -380,11 +380,12 @@ def _config_diff(recorded: dict, current: dict) -> list[str]:
     return out
 
 
-def _resummarize(exp, lp: dict, jobs: dict):
+def _resummarize(exp, lp: dict, jobs: dict, dropped: frozenset = frozenset()):
     """Apply the part's current ``summarize`` to its recorded jobs.
 
     Returns ``(result, reasons)``: ``result`` is None, with the reasons, when the part is
-    gone, its config or seeds changed, its jobs are missing or summarize raised.
+    gone, its config or seeds changed (config fields in ``dropped`` may be gone), its jobs
+    are missing or summarize raised.
     """
     from .experiment import ConfigError, JobResult, jsonable
     from .runner import _summarize, collect_warnings
@@ -394,7 +395,9 @@ def _resummarize(exp, lp: dict, jobs: dict):
         part = exp.part(name)
     except ConfigError:
         return None, [f"{name}: the part no longer exists"]
-    config_reasons = _config_diff(lp["config"], jsonable(dataclasses.asdict(part.full)))
+    current = jsonable(dataclasses.asdict(part.full))
+    config_reasons = _config_diff({k: v for k, v in lp["config"].items() if k not in dropped}, current)
+    config_reasons += [f"dropped config field {k!r} still exists" for k in sorted(dropped & set(current))]
     if config_reasons:
         return None, [f"{name}: {r}" for r in config_reasons]
     if list(lp["seeds"]) != list(part.default_seeds(False)):
@@ -443,16 +446,9 @@ def rederive(slug: str, reason: str, root: Path | None = None) -> list[str]:
     rewritten; each change is kept in the ledger's ``rederived`` list with ``reason``,
     the date and the commit. Returns the changes as ``"id: OLD → NEW"`` lines.
     """
-    from .experiment import get_experiment
     from .io import atomic_write_text
 
-    if not reason or not reason.strip():
-        raise LedgerError("rederive needs a reason (what rule changed)")
-    ledger = load(slug, root)
-    if ledger is None:
-        raise LedgerError(f"{slug}: no ledger recorded")
-    exp = get_experiment(slug)
-    jobs = load_jobs(slug, root)
+    ledger, exp, jobs = _open_recorded(slug, reason, root, "rederive needs a reason (what rule changed)")
     changes, parts = [], []
     for lp in ledger["parts"]:
         result, reasons = _resummarize(exp, lp, jobs)
@@ -479,6 +475,18 @@ def rederive(slug: str, reason: str, root: Path | None = None) -> list[str]:
     return changes
 
 
+def _open_recorded(slug: str, reason: str, root: Path | None, missing_reason: str) -> tuple:
+    """(ledger, experiment, recorded jobs) of ``slug``, for a re-derivation with ``reason``."""
+    from .experiment import get_experiment
+
+    if not reason or not reason.strip():
+        raise LedgerError(missing_reason)
+    ledger = load(slug, root)
+    if ledger is None:
+        raise LedgerError(f"{slug}: no ledger recorded")
+    return ledger, get_experiment(slug), load_jobs(slug, root)
+
+
 def migrate(slug: str, reason: str, *, dropped_config: Sequence[str] = (),
             root: Path | None = None) -> list[str]:
     """Re-derive ``slug``'s recorded parts from their recorded jobs after its claims moved
@@ -494,40 +502,17 @@ def migrate(slug: str, reason: str, *, dropped_config: Sequence[str] = (),
     each renaming under ``rederived`` with ``reason``, the date and the commit. Returns the
     renamings as ``"old name (VERDICT) → new id (VERDICT)"`` lines.
     """
-    from .experiment import ConfigError, JobResult, get_experiment, jsonable
+    from .experiment import jsonable
     from .io import atomic_write_text
-    from .runner import _summarize, collect_warnings
+    from .report import _table_dict
 
-    if not reason or not reason.strip():
-        raise LedgerError("migrate needs a reason")
-    ledger = load(slug, root)
-    if ledger is None:
-        raise LedgerError(f"{slug}: no ledger recorded")
-    exp = get_experiment(slug)
-    jobs = load_jobs(slug, root)
-    dropped, lines, parts, problems = set(dropped_config), [], [], []
+    ledger, exp, jobs = _open_recorded(slug, reason, root, "migrate needs a reason")
+    dropped, lines, parts, problems = frozenset(dropped_config), [], [], []
     for lp in ledger["parts"]:
         name = lp["part"]
-        try:
-            part = exp.part(name)
-        except ConfigError:
-            problems.append(f"{name}: the part no longer exists")
-            continue
-        current = jsonable(dataclasses.asdict(part.full))
-        diff = _config_diff({k: v for k, v in lp["config"].items() if k not in dropped}, current)
-        gone = sorted(dropped & set(current))
-        if gone:
-            problems.append(f"{name}: dropped config field(s) {gone} still exist")
-        if diff or list(lp["seeds"]) != list(part.default_seeds(False)) or name not in jobs:
-            problems += [f"{name}: {r}" for r in diff] or [f"{name}: seeds or jobs changed"]
-            continue
-        results = [JobResult(name, j["seed"], j["task"], j["metrics"], j.get("seconds") or 0.0,
-                             cpu_seconds=j.get("cpu_seconds")) for j in jobs[name]]
-        with collect_warnings():
-            result, error = _summarize(part, results, part.full)
-        _close(result)
-        if error:
-            problems.append(f"{name}: summarize raised: {error.strip().splitlines()[-1]}")
+        result, why = _resummarize(exp, lp, jobs, dropped)
+        if result is None:
+            problems += why
             continue
         new = [_claim_entry(name, c.to_dict()) for c in result.claims]
         unused = list(lp["claims"])
@@ -545,9 +530,8 @@ def migrate(slug: str, reason: str, *, dropped_config: Sequence[str] = (),
             lines.append(f"{match['id']} ({match['verdict']}) → {claim['id']} ({claim['verdict']}{bars})")
         lines += [f"{o['id']} ({o['verdict']}): no longer a claim (measured {o['measured']!r})"
                   for o in unused]
-        from .report import _table_dict
-
-        parts.append({**lp, "config": current, "claims": new, "notes": list(result.notes),
+        parts.append({**lp, "config": jsonable(dataclasses.asdict(exp.part(name).full)),
+                      "claims": new, "notes": list(result.notes),
                       "tables": {k: _table_dict(v) for k, v in result.tables.items()}})
     if problems:
         raise LedgerError(f"{slug}: cannot migrate without a new run: " + "; ".join(problems))

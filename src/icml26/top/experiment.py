@@ -548,6 +548,15 @@ TRANSITION_SOLVED, TRANSITION_PLATEAU = 0.85, 0.65
 TRANSITION_MIN_SEEDS = 5        # seeds the per-seed transition claims need (else INCOMPLETE)
 
 
+def _steps_saved(run: dict, ntp: dict) -> tuple:
+    """(run's steps to 0.85, NTP's, steps saved by the run): a run that never gets there
+    counts as the budget, so two such runs tie."""
+    budget = max(run["steps"], ntp["steps"])
+    to_run = _first_step_at(run.get("curve") or [], TRANSITION_SOLVED)
+    to_ntp = _first_step_at(ntp.get("curve") or [], TRANSITION_SOLVED)
+    return to_run, to_ntp, (budget if to_ntp is None else to_ntp) - (budget if to_run is None else to_run)
+
+
 def _transition_measurements(jobs, graph: str, min_seeds: int = TRANSITION_MIN_SEEDS) -> tuple:
     """Per-seed measurements for a seed-dependent transition (resolution, not from the paper).
 
@@ -569,15 +578,13 @@ def _transition_measurements(jobs, graph: str, min_seeds: int = TRANSITION_MIN_S
     rows = []
     for s in paired:
         top, ntp = runs[("top", s)], runs[("ntp", s)]
-        budget = max(top["steps"], ntp["steps"])
-        to_top = _first_step_at(top.get("curve") or [], TRANSITION_SOLVED)
-        to_ntp = _first_step_at(ntp.get("curve") or [], TRANSITION_SOLVED)
+        to_top, to_ntp, saved = _steps_saved(top, ntp)
         ntp_peak = max([p["exact"] for p in ntp.get("curve") or []] + [ntp["exact"]])
         rows.append({"graph": graph, "seed": s, "TOP steps to 0.85": to_top,
                      "NTP steps to 0.85": to_ntp, "NTP peak exact": ntp_peak,
                      "TOP final exact": top["exact"], "NTP final exact": ntp["exact"],
                      "TOP reached": to_top is not None, "NTP stayed": ntp_peak <= TRANSITION_PLATEAU,
-                     "steps saved": (budget if to_ntp is None else to_ntp) - (budget if to_top is None else to_top)})
+                     "steps saved": saved})
     n = len(rows)
     frame = pd.DataFrame(rows)
     note = f"G({graph}): {n} paired seeds {paired}"
@@ -594,13 +601,7 @@ def _transition_measurements(jobs, graph: str, min_seeds: int = TRANSITION_MIN_S
     }
     nulls = [s for s in paired if ("top_unrelated", s) in runs]
     if nulls:   # the negative control of the sign test: the null head's steps against NTP's
-        saved = []
-        for s in nulls:
-            null, ntp = runs[("top_unrelated", s)], runs[("ntp", s)]
-            budget = max(null["steps"], ntp["steps"])
-            to_null = _first_step_at(null.get("curve") or [], TRANSITION_SOLVED)
-            to_ntp = _first_step_at(ntp.get("curve") or [], TRANSITION_SOLVED)
-            saved.append(float((budget if to_ntp is None else to_ntp) - (budget if to_null is None else to_null)))
+        saved = [float(_steps_saved(runs[("top_unrelated", s)], runs[("ntp", s)])[2]) for s in nulls]
         measurements["sign_p_null_first"] = sign_test(np.array(saved))["p"]
     return measurements, rows
 
