@@ -8,9 +8,8 @@ the best map of the read-out's class given the TRUE state (the limit its positiv
 'EpiTwin given the true state' could reach):
 
 * ``pooled``: per state and target contact, the least-squares map over the training-mask
-  distribution (hidden inputs zeroed, as in the model), weights as ``EpiTwin._sample_masks``
-  draws them (conditional on the target's shaft being hidden: alone with probability 1/3, with
-  one other shaft 2/3, split evenly);
+  distribution (hidden inputs zeroed, as in the model;
+  :func:`icml26.epitwin.baselines.pooled_unmixing_map` without the interpolation);
 * ``test-mask``: the same map fitted on single-shaft masks only (the test's leave-one-shaft-out
   masks; equal to the oracle up to the ridge penalty).
 
@@ -28,38 +27,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from icml26.epitwin.baselines import RidgeReconstructor, StateRidgeReconstructor, _state_gram
+from icml26.epitwin.baselines import (RidgeReconstructor, StateRidgeReconstructor, _state_gram,
+                                      lagged, pooled_unmixing_map)
 from icml26.epitwin.experiment import W_ROUTE_FULL, protocol_data
 
 
-def pooled_maps(G: np.ndarray, n: int, shaft: np.ndarray, lags, alpha: float, single_only: bool) -> dict:
-    """Per target contact i: coefficients (n_feat,) over all lagged contacts (hidden ones get
-    zero input), fitted over the mask distribution given i's shaft is hidden."""
-    n_l = len(lags)
-    zero = list(lags).index(0)
-    feat_shaft = np.repeat(shaft, n_l)
-    ids = np.unique(shaft)
-    maps = {}
-    for i in range(len(shaft)):
-        c = shaft[i]
-        masks = [((c,), 1.0 if single_only else 1 / 3)]
-        if not single_only:
-            masks += [((c, d), (2 / 3) / (len(ids) - 1)) for d in ids if d != c]
-        A = np.zeros_like(G)
-        b = np.zeros(G.shape[0])
-        for hidden, w in masks:
-            P = (~np.isin(feat_shaft, hidden)).astype(float)
-            A += w * (P[:, None] * G * P[None, :])
-            b += w * P * G[:, i * n_l + zero]
-        A += alpha * n * np.eye(len(b))
-        maps[i] = np.linalg.solve(A, b)
-    return maps
-
-
 def apply_maps(maps_by_state, Z, labels, shaft, lags) -> np.ndarray:
-    """Leave-one-shaft-out predictions of the hidden contacts with per-sample state maps."""
-    from icml26.epitwin.baselines import lagged
-
+    """Leave-one-shaft-out predictions of the hidden contacts with per-sample state maps
+    (each an (N, N, n_lags) array of :func:`pooled_unmixing_map`)."""
     out = np.zeros(Z.shape)
     for c in np.unique(shaft):
         Zm = np.array(Z, dtype=np.float64)
@@ -67,7 +42,7 @@ def apply_maps(maps_by_state, Z, labels, shaft, lags) -> np.ndarray:
         A = lagged(Zm, lags)                                      # (W, n_feat, T)
         for i in np.flatnonzero(shaft == c):
             for s, maps in enumerate(maps_by_state):
-                y = np.einsum("f,wft->wt", maps[i], A)
+                y = np.einsum("f,wft->wt", maps[i].ravel(), A)
                 out[:, i] += y * (labels == s)
     return out
 
@@ -86,8 +61,9 @@ def main() -> None:
         shaft = montage.shaft
         grams, counts = _state_gram(Ztr, data["train_state"], lags, 2)
         rows = {}
-        for name, single in (("pooled over training masks", False), ("fitted on test masks only", True)):
-            maps = [pooled_maps(G, int(n), shaft, lags, alpha, single) for G, n in zip(grams, counts)]
+        for name, masks in (("pooled over training masks", (1, 2)), ("fitted on test masks only", (1, 1))):
+            maps = [pooled_unmixing_map(G, int(n), shaft, lags, alpha, mask_shafts=masks)
+                    for G, n in zip(grams, counts)]
             pred = apply_maps(maps, Zte, data["test_state"], shaft, lags)
             rows[name] = float(np.sqrt(np.mean((pred - Zte) ** 2)))
         oracle = StateRidgeReconstructor(lags, alpha).fit(Ztr, montage, data["train_state"])

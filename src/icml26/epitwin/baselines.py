@@ -77,6 +77,17 @@ def lagged(Z: np.ndarray, lags) -> np.ndarray:
     return out.reshape(W, N * len(lags), T)
 
 
+def lagged_gram(Z: np.ndarray, lags) -> np.ndarray:
+    """Gram matrix of the lagged contacts (:func:`lagged` layout) over every sample of the
+    (W, N, T) windows, accumulated in float64 over chunks of 16 windows."""
+    n_feat = Z.shape[1] * len(lags)
+    G = np.zeros((n_feat, n_feat))
+    for i in range(0, len(Z), 16):
+        A = lagged(np.asarray(Z[i:i + 16], dtype=np.float64), lags).transpose(1, 0, 2).reshape(n_feat, -1)
+        G += A @ A.T
+    return G
+
+
 class RidgeReconstructor(BaseReconstructor):
     """Ridge regression from the observed contacts (each at the given ``lags``) to the masked
     ones, fitted on the training windows of one patient (a linear map cannot transfer across
@@ -117,12 +128,7 @@ class RidgeReconstructor(BaseReconstructor):
         if 0 not in tuple(self.lags):
             raise ValueError(f"lags must contain 0, got {self.lags}")
         Z = patients[0]["Z"]
-        n_feat = Z.shape[1] * len(self.lags)
-        G = np.zeros((n_feat, n_feat))
-        for i in range(0, len(Z), 16):
-            A = lagged(Z[i:i + 16].astype(np.float64), self.lags).transpose(1, 0, 2).reshape(n_feat, -1)
-            G += A @ A.T
-        self.gram_ = G
+        self.gram_ = lagged_gram(Z, self.lags)
         self.n_samples_ = Z.shape[0] * Z.shape[2]
         self.key_ = patients[0]["key"]
         self._solved = {}

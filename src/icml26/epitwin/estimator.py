@@ -828,17 +828,12 @@ class EpiTwin(_NeuralReconstructor):
         like the best map of the read-out's class pooled over the training masks."""
         if not (self.signed_unmixing and self.unmixing_start == "least_squares"):
             return
-        from .baselines import lagged, pooled_unmixing_map
+        from .baselines import lagged_gram, pooled_unmixing_map
         from .model import log_distance_logits
 
         p = patients[0]
         t, shaft, lags = p["t"], p["montage"].shaft, model.unmixing.lags
-        n_feat = len(shaft) * len(lags)
-        G = np.zeros((n_feat, n_feat))
-        for i in range(0, len(p["Z"]), 16):
-            A = lagged(np.asarray(p["Z"][i:i + 16], dtype=np.float64), lags)
-            A = A.transpose(1, 0, 2).reshape(n_feat, -1)
-            G += A @ A.T
+        G = lagged_gram(p["Z"], lags)
         logits = None
         if model.geometry_start:
             with torch.no_grad():
