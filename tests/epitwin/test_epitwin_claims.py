@@ -13,7 +13,7 @@ import torch
 from icml26.core.claims import Measurement, evaluate
 from icml26.epitwin import EpiTwin, make_synthetic_seeg
 from icml26.epitwin.baselines import lagged
-from icml26.epitwin.experiment import (EXPERIMENT, W_FULL, choose_lr, paired_ratio,
+from icml26.epitwin.experiment import (EXPERIMENT, W_FULL, choose_lr, choose_readout, paired_ratio,
                                        ratio_measurement, refine_measurements)
 from icml26.epitwin.model import SignedUnmixing, lagged_patches
 
@@ -136,6 +136,30 @@ def test_refine_negative_control_is_never_above_zero():
     # MSE-only of the next seed (cyclic) in place of the refined model: 1 - mean ratio <= 0
     meas = refine_measurements(_frame([0.2, 0.2, 0.2], [0.30, 0.35, 0.28]), "soi", RULE)
     assert meas["refine_soi_null"].value <= 0
+
+
+def test_dev_rule_4_breaks_ties_to_the_setting_listed_first():
+    base = {("zero", None): 0.400, ("zero", 1e-3): 0.399, ("least_squares", 1e-3): 0.380}
+    assert choose_readout(base) == ("least_squares", 1e-3)
+    base[("zero", None)] = 0.3805                       # within 0.2 % of the best: the first wins
+    assert choose_readout(base) == ("zero", None)
+
+
+def test_read_out_settings_at_their_old_values_keep_the_job_keys():
+    """Jobs recorded before dev rule 4 keep their cache keys; a changed read-out changes them."""
+    from dataclasses import replace
+
+    from icml26.epitwin.experiment import DEV_FULL, _job_key, _task_config, dev_readout_tasks
+    task = {"method": "epitwin_mse", "lr": DEV_FULL.lr}
+    key = _job_key(_task_config(DEV_FULL, task), 0, task)[0]
+    assert "unmixing_start" not in key and "unmixing_lr" not in key
+    tasks = dev_readout_tasks(DEV_FULL)
+    assert tasks[0] == task and len(tasks) == 6       # the first repeats rule 1's job
+    other = _job_key(_task_config(DEV_FULL, tasks[4]), 0, tasks[4])[0]
+    assert other["unmixing_start"] == "least_squares" and other["unmixing_lr"] == 1e-3
+    lab = {"method": "labram", "lr": 1e-3}
+    assert _job_key(replace(DEV_FULL, unmixing_start="least_squares", unmixing_lr=1e-3), 0, lab) \
+        == _job_key(DEV_FULL, 0, lab)
 
 
 def test_dev_rule_1_breaks_ties_to_the_smaller_lr():

@@ -124,6 +124,8 @@ def test_part_w_route_quick(experiment):
     assert ("epitwin", "ridge_oracle") in set(zip(paired["A"], paired["B"]))
     assert ((paired["seed-shafts A better"] + paired["A worse"]) <= 4).all()
     assert "without the signed unmixing" in claims["W_route/state_vs_oracle"].note
+    assert claims["W_route/state_vs_class"].kind == "control"
+    assert "ridge_class" in set(metrics["method"])
 
 
 def test_dev_parts_quick_apply_the_rules(experiment):
@@ -136,3 +138,7 @@ def test_dev_parts_quick_apply_the_rules(experiment):
     _ok(outcome)
     assert sum("dev rule 2" in n for n in outcome.result.notes) == 2
     assert any("dev rule 3 picks" in n for n in outcome.result.notes)
+    outcome = run_part(experiment, "dev_readout", quick=True)
+    _ok(outcome)
+    assert len(outcome.result.tables["dev: best validation RMSE by read-out setting"]) == 6
+    assert any("dev rule 4 picks" in n for n in outcome.result.notes)

@@ -107,3 +107,27 @@ def test_oracle_beats_global_ridge_on_the_routing_world(world):
     maj = (Ltr.mean(1) > 0.5).astype(int)
     agree = (inferred.train_clusters_ == maj).mean()
     assert max(agree, 1 - agree) > 0.9
+
+
+def test_pooled_class_equals_the_oracle_on_single_shaft_masks_and_is_worse_on_1_2(world):
+    """StateRidgeReconstructor(mask_shafts=...) is the signed read-out's class given the state:
+    fitted on the test's own single-shaft masks it is the per-mask oracle; pooled over 1-2-shaft
+    masks it holds one map for several masks, so its training-window error can only be higher."""
+    Ztr, Ltr, Zte, Lte, m = _split(world)
+    oracle = StateRidgeReconstructor().fit(Ztr, m, Ltr)
+    single = StateRidgeReconstructor(mask_shafts=(1, 1)).fit(Ztr, m, Ltr)
+    pooled = StateRidgeReconstructor(mask_shafts=(1, 2)).fit(Ztr, m, Ltr)
+    err = {"oracle": 0.0, "pooled": 0.0}
+    for s in m.shafts:
+        on = m.shaft == s
+        a = oracle.predict(Zte, m, [s], Lte)
+        np.testing.assert_allclose(single.predict(Zte, m, [s], Lte), a, atol=1e-5)
+        np.testing.assert_array_equal(pooled.predict(Zte, m, [s], Lte)[:, ~on], Zte[:, ~on])
+        err["oracle"] += ((oracle.predict(Ztr, m, [s], Ltr) - Ztr)[:, on] ** 2).sum()
+        err["pooled"] += ((pooled.predict(Ztr, m, [s], Ltr) - Ztr)[:, on] ** 2).sum()
+    assert err["pooled"] > err["oracle"] * 1.001
+    with pytest.raises(ValueError, match="mask_shafts"):
+        StateRidgeReconstructor(mask_shafts=(2, 1)).fit(Ztr, m, Ltr)
+    other = make_synthetic_seeg(1, 1, 10.0, n_shafts=4, world="routing")[1]
+    with pytest.raises(ValueError, match="montage"):
+        pooled.predict(Zte, other, [0], Lte)

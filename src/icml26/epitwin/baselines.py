@@ -323,6 +323,14 @@ class StateRidgeReconstructor:
     state could do with a linear map per state); with ``n_states=1`` it is global ridge computed
     by the same code. Works on standardised windows (the protocols z-score the data first).
 
+    With ``mask_shafts=(lo, hi)`` each state's map is instead the **signed unmixing read-out's
+    class** (a Resolution): per target contact one signed coefficient per contact and lag,
+    shared by every training mask of :func:`training_mask_distribution` (``lo``-``hi`` hidden
+    shafts), fitted by :func:`pooled_unmixing_map`. Given the true state it is the best that
+    EpiTwin's read-out, trained on those masks, could reach (the *class limit* of W_route's
+    representation control); with ``mask_shafts=(1, 1)`` it equals the oracle under
+    leave-one-shaft-out.
+
     References
     ----------
     EpiTwin, a conditional spatial graph transformer for stereo-EEG reconstruction at unmonitored
@@ -339,8 +347,10 @@ class StateRidgeReconstructor:
     True
     """
 
-    def __init__(self, lags=(-4, -2, 0, 2, 4), alpha: float = 1e-3, n_states: int = 2):
+    def __init__(self, lags=(-4, -2, 0, 2, 4), alpha: float = 1e-3, n_states: int = 2,
+                 mask_shafts=None):
         self.lags, self.alpha, self.n_states = lags, alpha, n_states
+        self.mask_shafts = mask_shafts
 
     def _labels(self, labels, Z):
         if labels is None:
@@ -368,6 +378,15 @@ class StateRidgeReconstructor:
             raise ValueError(f"lags must contain 0, got {self.lags}")
         labels = self._labels(labels, Z)
         grams, counts = _state_gram(Z, labels, self.lags, self.n_states)
+        self.counts_ = counts
+        if self.mask_shafts is not None:
+            lo, hi = (int(v) for v in self.mask_shafts)
+            if not 1 <= lo <= hi:
+                raise ValueError(f"mask_shafts must be (lo, hi) with 1 <= lo <= hi, got {self.mask_shafts}")
+            self.maps_ = [pooled_unmixing_map(G, max(int(n), 1), montage.shaft, self.lags, self.alpha,
+                                              mask_shafts=(lo, hi)) for G, n in zip(grams, counts)]
+            self.key_ = RidgeReconstructor._key(montage)
+            return self
         self.ridges_ = []
         for G, n in zip(grams, counts):
             r = RidgeReconstructor(lags=self.lags, alpha=self.alpha)
@@ -384,6 +403,16 @@ class StateRidgeReconstructor:
         mask = montage.mask_for(masked_shafts)
         out = np.array(Z, dtype=np.float64, copy=True)
         out[:, mask] = 0.0
+        if self.mask_shafts is not None:
+            if RidgeReconstructor._key(montage) != self.key_:
+                raise ValueError("StateRidgeReconstructor can only reconstruct the montage it was fitted on")
+            A = lagged(out, self.lags)                          # hidden inputs are zero
+            for s, M in enumerate(self.maps_):
+                on = labels == s
+                if on.any():
+                    Y = np.einsum("if,wft->wit", M[mask].reshape(int(mask.sum()), -1), A)
+                    out[:, mask] += Y * on[:, None, :]
+            return out.astype(Z.dtype)
         for s, r in enumerate(self.ridges_):
             if not (labels == s).any():
                 continue

@@ -66,7 +66,8 @@ LABELS = {"epitwin": "EpiTwin", "epitwin_mse": "EpiTwin (MSE only)", "labram": "
           "idw": "IDW", "ridge": "ridge with lags", "zero": "zero",
           "epitwin_nohspe": "EpiTwin -HSPE (index emb.)", "epitwin_nogfba": "EpiTwin -GFBA (plain attn.)",
           "ridge_oracle": "ridge per true state (oracle)",
-          "ridge_inferred": "ridge per inferred state"}
+          "ridge_inferred": "ridge per inferred state",
+          "ridge_class": "signed read-out's class given the true state"}
 
 
 # -- configs ------------------------------------------------------------------------------
@@ -109,6 +110,17 @@ W_ROUTE_EPOCHS = 38
 # LSD 3.609), last and best_lsd epoch 5 (RMSE 0.4043, LSD 3.501; MSE-only 0.3923, so within
 # 1.05 x) -> "last" (best_lsd picks the same checkpoint; the tie goes to the rule listed first).
 REFINE_CHECKPOINT = "last"
+# Rule 4 (the signed unmixing's read-out, added for issue #47 after rules 1-3 and written before
+# its dev run): at the chosen lr and W's budget (19 epochs), the MSE-only EpiTwin on the dev
+# patient for every (start, unmixing_lr) of DEV_READOUT_GRID (None = the model's lr); the setting
+# with the lowest best validation RMSE; a value within DEV_TIE of the best counts as a tie, won by
+# the setting listed first (the first is the model before the rule: zero start, one lr). Rules 2
+# and 3 are not re-run for the chosen read-out (their 38 epochs and "last" are kept; a deviation,
+# named in the README).
+DEV_READOUT_GRID = (("zero", None), ("zero", 1e-3), ("zero", 1e-4),
+                    ("least_squares", None), ("least_squares", 1e-3), ("least_squares", 1e-4))
+UNMIXING_START = "zero"
+UNMIXING_LR = None
 
 # Claims (the bars live in claims.toml). RMSE-ratio claims are decided on a 95 % paired BCa
 # interval over (training seed, test window) cells; a bar that the world's ceiling (its best
@@ -150,6 +162,8 @@ class ProtocolConfig:
     labram_lr: float = LABRAM_LR      # LaBraM-style (dev rule 1)
     refine_checkpoint: str = REFINE_CHECKPOINT  # dev rule 3
     signed_unmixing: bool = True      # Resolution (W protocol; X never: one montage only)
+    unmixing_start: str = UNMIXING_START  # dev rule 4
+    unmixing_lr: float | None = UNMIXING_LR  # dev rule 4 (None = lr)
     mask_hidden_keys: bool = True     # False = hidden contacts attended as keys (the first generator)
     claim_rule: str = "interval"      # "point" = point values, no ceiling check (the first rule)
     control_seeds: tuple = (0,)       # seeds on which the positive-control models train
@@ -174,6 +188,7 @@ ROUTE_METHODS = ("epitwin", "epitwin_mse", "labram", "linear", "epitwin_state",
                  "epitwin_convex_state")
 JOB_CACHE = str(cache_root("epitwin", "jobs"))
 JOB_CACHE_VERSION = 47  # bump when a job's code changes its numbers
+LINEAR_JOB_VERSION = 48  # the linear baselines' job (48: the routing world's class limit)
 W_ROUTE_FULL = replace(W_FULL, world="routing", label="W_route", methods=ROUTE_METHODS,
                        epochs=W_ROUTE_EPOCHS, cache_dir=JOB_CACHE)
 W_ROUTE_QUICK = replace(W_QUICK, world="routing", label="W_route", methods=ROUTE_METHODS)
@@ -195,6 +210,15 @@ def dev_tasks(config: ProtocolConfig) -> list:
     """Dev rule 1: every neural model at every lr of the grid, and the linear baselines."""
     return ([{"method": m, "lr": lr} for m in ("epitwin_mse", "labram") if m in config.methods
              for lr in DEV_LR_GRID] + [{"method": "linear"}])
+
+
+def dev_readout_tasks(config: ProtocolConfig) -> list:
+    """Dev rule 4: the MSE-only EpiTwin at the chosen lr for every read-out setting of the grid
+    (the first repeats rule 1's job at the chosen lr: read from the cache)."""
+    return [{"method": "epitwin_mse", "lr": config.lr, "unmixing_start": start,
+             "unmixing_lr": unmixing_lr} if (start, unmixing_lr) != ("zero", None)
+            else {"method": "epitwin_mse", "lr": config.lr}
+            for start, unmixing_lr in DEV_READOUT_GRID]
 
 
 def dev_steps_tasks(config: ProtocolConfig) -> list:
@@ -259,6 +283,8 @@ def _models(config: ProtocolConfig, method: str, seed: int):
     ep = dict(common, patch=config.patch, functional=functional, lr=config.lr,
               signed_unmixing=config.signed_unmixing and config.protocol == "W",
               refine_checkpoint=config.refine_checkpoint)
+    if ep["signed_unmixing"]:
+        ep.update(unmixing_start=config.unmixing_start, unmixing_lr=config.unmixing_lr)
     return {"epitwin": lambda: EpiTwin(**ep),
             "epitwin_mse": lambda: EpiTwin(**ep, adversarial=False),
             "epitwin_nohspe": lambda: EpiTwin(**ep, use_hspe=False),
@@ -325,17 +351,23 @@ def _job_key(config: ProtocolConfig, seed: int, task: dict) -> list:
     """Everything a job's numbers depend on (the cache key): the config without the fields
     that only steer the run or the summary, and without the other model family's settings."""
     skip = {"cache_dir", "label", "methods", "control_seeds", "claim_rule", "figure_shaft"}
+    # the read-out's settings (dev rule 4) at their values before the rule existed leave the
+    # key as it was, so jobs run before that keep their cache entries
+    if (config.unmixing_start, config.unmixing_lr) == ("zero", None) or not config.signed_unmixing:
+        skip |= {"unmixing_start", "unmixing_lr"}
     if task["method"] == "labram":
-        skip |= {"lr", "patch", "refine_checkpoint", "signed_unmixing"}
+        skip |= {"lr", "patch", "refine_checkpoint", "signed_unmixing", "unmixing_start",
+                 "unmixing_lr"}
     elif task["method"] != "linear":
         skip |= {"labram_lr", "labram_patch"}
     else:
         skip |= {"lr", "labram_lr", "epochs", "patch", "labram_patch", "refine_checkpoint",
-                 "signed_unmixing", "mask_hidden_keys", "d_model", "n_layers", "n_heads",
+                 "signed_unmixing", "unmixing_start", "unmixing_lr", "mask_hidden_keys", "d_model", "n_layers", "n_heads",
                  "batch_size"}
     settings = {k: v for k, v in asdict(config).items() if k not in skip}
     settings.update(device_cache_key())
-    return [settings, seed, task, JOB_CACHE_VERSION]
+    version = LINEAR_JOB_VERSION if task["method"] == "linear" else JOB_CACHE_VERSION
+    return [settings, seed, task, version]
 
 
 def _task_config(config: ProtocolConfig, task: dict) -> ProtocolConfig:
@@ -345,6 +377,9 @@ def _task_config(config: ProtocolConfig, task: dict) -> ProtocolConfig:
         change["labram_lr" if task["method"] == "labram" else "lr"] = float(task["lr"])
     if "epochs" in task:
         change["epochs"] = int(task["epochs"])
+    if "unmixing_start" in task:
+        change["unmixing_start"] = task["unmixing_start"]
+        change["unmixing_lr"] = task["unmixing_lr"]
     return replace(config, **change)
 
 
@@ -388,6 +423,12 @@ def _run_protocol(config: ProtocolConfig, seed: int, task: dict) -> dict:
                 Ztr = data["train"][0][0]
                 oracle = StateRidgeReconstructor().fit(Ztr, montage, data["train_state"])
                 _evaluate("ridge_oracle", _WithLabels(oracle, data["test_state"]), W, montage, fs,
+                          config, out)
+                # the signed unmixing read-out's class given the true state: one map per state
+                # pooled over EpiTwin's training masks (the representation control's limit)
+                limit = StateRidgeReconstructor(mask_shafts=EpiTwin().mask_shafts).fit(
+                    Ztr, montage, data["train_state"])
+                _evaluate("ridge_class", _WithLabels(limit, data["test_state"]), W, montage, fs,
                           config, out)
                 _evaluate("ridge_inferred", InferredStateRidge(fs=fs).fit(Ztr, montage), W,
                           montage, fs, config, out)
@@ -589,7 +630,8 @@ PAIR_ROWS = [("epitwin", "idw"), ("epitwin", "labram"), ("epitwin", "ridge"),
              ("step0", "labram"), ("step0", "ridge"), ("idw", "epitwin_mse"),
              ("ridge", "labram"), ("ridge", "idw"), ("ridge_oracle", "ridge"),
              ("ridge_inferred", "ridge"), ("epitwin_state", "ridge_oracle"),
-             ("epitwin_convex_state", "ridge_oracle"), ("epitwin_nohspe", "epitwin"),
+             ("epitwin_convex_state", "ridge_oracle"), ("epitwin_state", "ridge_class"),
+             ("ridge_class", "ridge_oracle"), ("epitwin_nohspe", "epitwin"),
              ("epitwin_nogfba", "epitwin")]
 
 
@@ -650,6 +692,8 @@ def summarize_protocol(jobs, config: ProtocolConfig) -> Result:
             pc.note = "; ".join(n for n in (pc.note, "without the signed unmixing (convex "
                                             f"read-outs only): {_fmt_ratio(conv)}") if n)
         meas["state_vs_oracle"] = pc
+        meas["state_vs_class"] = ratio_measurement(pair[("epitwin_state", "ridge_class")], config)
+        meas["class_vs_oracle"] = ratio_measurement(pair[("ridge_class", "ridge_oracle")], config)
     for a, b in (("epitwin", "ridge_oracle"), ("epitwin", "ridge_inferred"), ("labram", "idw")):
         if pair.get((a, b)):
             notes.append(f"reported: {a} / {b}: {_fmt_ratio(pair[(a, b)])}")
@@ -760,6 +804,36 @@ def summarize_dev(jobs, config: ProtocolConfig) -> Result:
                  + ", ".join(f"{k} {v:.3f}" for k, v in linear.items()))
     figs = {"dev: training curves by lr": _curves_figure(curves, "dev (brain 1, routing)")}
     return Result(tables={"dev: best validation RMSE by model and lr": pd.DataFrame(rows)},
+                  figures=figs, notes=notes)
+
+
+def choose_readout(best_by_setting: dict):
+    """Dev rule 4: the (start, unmixing_lr) with the lowest best validation RMSE; within DEV_TIE
+    (relative) of the best, the one listed first in DEV_READOUT_GRID."""
+    low = min(best_by_setting.values())
+    return next(s for s in DEV_READOUT_GRID
+                if s in best_by_setting and best_by_setting[s] <= low * (1 + DEV_TIE))
+
+
+def summarize_dev_readout(jobs, config: ProtocolConfig) -> Result:
+    rows, curves, best = [], {}, {}
+    for j in jobs:
+        m = j.metrics
+        setting = (m["task"].get("unmixing_start", "zero"), m["task"].get("unmixing_lr"))
+        v, at = _best_val(m["history"])
+        best[setting] = v
+        label = f"start={setting[0]}, unmixing_lr={'lr' if setting[1] is None else format(setting[1], 'g')}"
+        rows.append({"start": setting[0], "unmixing_lr": "lr" if setting[1] is None else setting[1],
+                     "steps": m["n_steps"], "step-0 val RMSE": m["step0"]["val_rmse"],
+                     "best val RMSE": v, "at epoch": at, "last val RMSE": m["history"][-1]["val_rmse"],
+                     "last train RMSE": m["history"][-1]["train_rmse"],
+                     "dev test RMSE": m["methods"]["epitwin_mse"]["rmse"], "CPU-s": m.get("cpu_seconds")})
+        curves[label] = {"history": m["history"], "step0": m["step0"]}
+    start, unmixing_lr = choose_readout(best)
+    notes = [f"dev rule 4 picks unmixing_start = {start!r}, unmixing_lr = "
+             f"{'lr' if unmixing_lr is None else format(unmixing_lr, 'g')} (lr {config.lr:g})"]
+    figs = {"dev: training curves by read-out": _curves_figure(curves, "dev (brain 1, routing)")}
+    return Result(tables={"dev: best validation RMSE by read-out setting": pd.DataFrame(rows)},
                   figures=figs, notes=notes)
 
 
@@ -1073,5 +1147,7 @@ EXPERIMENT = register(Experiment(
         _protocol_part("dev", DEV_QUICK, DEV_FULL, tasks=dev_tasks, summarize=summarize_dev),
         _protocol_part("dev_steps", DEV_QUICK, DEV_FULL, tasks=dev_steps_tasks,
                        summarize=summarize_dev_steps),
+        _protocol_part("dev_readout", DEV_QUICK, DEV_FULL, tasks=dev_readout_tasks,
+                       summarize=summarize_dev_readout),
     ],
 ))
