@@ -127,3 +127,19 @@ def test_alignment_rule():
     rows[2] = row(1, 0.95, oracle=False, seed=0)
     assert select(rows, grid) == grid[1]                         # none passes: 0.8 > 0.5
     assert select([row(1, 0.9, premise=False, seed=0), row(1, 0.9, seed=1)], grid) == grid[0]
+
+
+def test_the_shipped_alignment_is_what_the_rule_picks_from_the_shipped_dev_rows():
+    """The world's alignment setting (GlyphSafeConfig defaults) is select_alignment applied to
+    every dev row in ledger/rai/align_dev.jsonl: a new dev row that changes the pick fails here."""
+    import json
+    from pathlib import Path
+
+    from icml26.rai.experiment import GlyphSafeExpConfig, select_alignment, world_config
+
+    path = Path(__file__).resolve().parents[2] / "ledger" / "rai" / "align_dev.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+    chosen = select_alignment(rows)
+    config = world_config(GlyphSafeExpConfig())
+    for key, value in chosen.items():
+        assert getattr(config, key) == value, key

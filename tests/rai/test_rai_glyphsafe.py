@@ -252,6 +252,12 @@ def test_glyph_alignment_loss_matches_a_direct_computation():
     assert float(glyph_alignment_loss(visual, torch.zeros_like(glyph), targets)) == 0.0
     with pytest.raises(ValueError, match="must agree"):
         glyph_alignment_loss(visual, glyph[:, :4], targets)
+    # a partial target c0: max(0, c0 - cos), zero once the cosine reaches c0
+    part = [max(0.0, 0.2 - (1 - t)) for t in terms]
+    assert abs(float(glyph_alignment_loss(visual, glyph, targets, 0.2)) - np.mean(part)) < 1e-6
+    assert float(glyph_alignment_loss(aligned, glyph, targets, 0.2)) == 0.0
+    with pytest.raises(ValueError, match="target_cos"):
+        glyph_alignment_loss(visual, glyph, targets, 1.5)
 
 
 def test_alignment_weight_enters_the_s2_loss(world, model):
@@ -266,3 +272,8 @@ def test_alignment_weight_enters_the_s2_loss(world, model):
         three = world._loss(model, batch, labels, meta=meta, align_weight=3.0)
     assert float(one) > float(base)
     assert abs(float(three - base) - 3 * float(one - base)) < 1e-5
+    with torch.no_grad():
+        centred = world._loss(model, batch, labels, meta=meta, align_weight=1.0, align_center=True)
+        met = world._loss(model, batch, labels, meta=meta, align_weight=1.0, align_target=-0.999)
+    assert abs(float(centred) - float(one)) > 1e-6       # the centred word is another target
+    assert abs(float(met) - float(base)) < 1e-6          # a target every cosine meets adds nothing

@@ -20,6 +20,9 @@ category word — and the target refuses iff that word is unsafe or a category w
 tokens, and a *glyph-to-word alignment* term (:func:`glyph_alignment_loss`, weight
 ``align_weight`` on the image samples of ``align_stages``) that ties each glyph patch's visual
 token to its word's input embedding, chosen on dev seeds (``icml26.rai.experiment.ALIGN_GRID``).
+Since glyphsafe-6: the term may ask for a partial alignment (``align_target``: cosine ``c₀ < 1``)
+to the word's embedding centred on the vocabulary mean (``align_center``), and the dev rule's
+fallback chose such a setting (entry 14: weight 5 on S2 and S3, ``c₀ = 0.2``, centred).
 
 Generative process
 ------------------
@@ -62,7 +65,7 @@ __all__ = ["GlyphSafe", "GlyphSafeConfig", "Query", "BENIGN_WORDS", "UNSAFE_WORD
            "hybrid_target", "hybrid_token", "glyph_alignment_loss"]
 
 #: Bump when the training recipe or the world changes (part of the cache key).
-CODE_VERSION = "glyphsafe-5"
+CODE_VERSION = "glyphsafe-6"
 
 SPECIALS = ("<pad>", "<s>", "</s>", "<image>", "<unk>")
 ROLES = ("user", "assistant", ":")
@@ -145,9 +148,12 @@ def hybrid_token(token: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
     return token.norm() * embedding / embedding.norm().clamp_min(1e-8)
 
 
-def glyph_alignment_loss(visual: torch.Tensor, glyph: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean ``1 − cos(h_v, e_w)`` over the glyph patches' visual tokens (Resolution: the S2
-    alignment term that ties each glyph token to its word's input embedding).
+def glyph_alignment_loss(visual: torch.Tensor, glyph: torch.Tensor, targets: torch.Tensor,
+                         target_cos: float = 1.0) -> torch.Tensor:
+    """Mean ``max(0, c₀ − cos(h_v, e_w))`` over the glyph patches' visual tokens (Resolution: the
+    alignment term that ties each glyph token to its word's input embedding). With the default
+    ``c₀ = 1`` it is ``1 − cos``; a smaller ``c₀`` asks only for a partial alignment (the word's
+    direction present at cosine ``c₀``, the rest of the token free), i.e. a diluted risk signal.
 
     Parameters
     ----------
@@ -157,14 +163,18 @@ def glyph_alignment_loss(visual: torch.Tensor, glyph: torch.Tensor, targets: tor
         Which tokens lie on the glyph.
     targets : Tensor (B, d)
         The input embedding of each image's word.
+    target_cos : float in (-1, 1]
+        ``c₀``, the cosine asked for (1: full alignment).
     """
+    if not -1.0 < float(target_cos) <= 1.0:
+        raise ValueError(f"target_cos must lie in (-1, 1], got {target_cos}")
     if visual.ndim != 3 or glyph.shape != visual.shape[:2] or targets.shape != (visual.shape[0], visual.shape[2]):
         raise ValueError(f"visual (B, N, d), glyph (B, N) and targets (B, d) must agree, got "
                          f"{tuple(visual.shape)}, {tuple(glyph.shape)}, {tuple(targets.shape)}")
     if not bool(glyph.any()):
         return visual.sum() * 0.0
     cos = torch.nn.functional.cosine_similarity(visual, targets[:, None, :].expand_as(visual), dim=-1, eps=1e-8)
-    return (1.0 - cos)[glyph.bool()].mean()
+    return torch.clamp(float(target_cos) - cos, min=0.0)[glyph.bool()].mean()
 
 
 def glyph_pattern(word: str) -> np.ndarray:
@@ -291,10 +301,12 @@ class GlyphSafeConfig:
     max_oracle_ratio: float = 0.5
     hybrid_share: float = 0.25
     # chosen on dev seeds 10, 11 by icml26.rai.experiment.select_alignment (its fallback: no
-    # setting of ALIGN_GRID reached the selection control while keeping the premise; this one
-    # has the best worst-seed AUROC among those that keep it)
+    # setting of ALIGN_GRID reached the selection control while keeping the premise on both dev
+    # seeds; this one, entry 14, has the best worst-seed AUROC among those that keep it)
     align_weight: float = 5.0
-    align_stages: tuple = ("s2",)
+    align_stages: tuple = ("s2", "s3")
+    align_target: float = 0.2   # the cosine the alignment asks for (1: full; glyph_alignment_loss)
+    align_center: bool = True   # align to the word's embedding minus the vocabulary mean
     s3_projector: bool = True
     s3_embeddings: bool = True
 
@@ -559,7 +571,8 @@ class GlyphSafe:
         return heads
 
     @staticmethod
-    def _loss(model, batch, labels, meta=None, align_weight: float = 0.0):
+    def _loss(model, batch, labels, meta=None, align_weight: float = 0.0, align_target: float = 1.0,
+              align_center: bool = False):
         """Next-token cross-entropy on the response; with ``meta`` (image samples) the hybrid
         edits are applied at the LLM input, and ``align_weight`` > 0 adds
         ``align_weight ×`` :func:`glyph_alignment_loss` on the glyph patches' visual tokens."""
@@ -600,7 +613,9 @@ class GlyphSafe:
         if align:
             glyph = torch.from_numpy(np.stack([m["glyph"] for m in meta])).to(device)
             targets = embeddings[[m["word"] for m in meta]].detach()
-            loss = loss + align_weight * glyph_alignment_loss(captured["visual"], glyph, targets)
+            if align_center:  # the word's own direction, without the offset all words share
+                targets = targets - embeddings.detach().mean(dim=0, keepdim=True)
+            loss = loss + align_weight * glyph_alignment_loss(captured["visual"], glyph, targets, align_target)
         return loss
 
     def _trainable(self, model, stage: str):
@@ -640,7 +655,8 @@ class GlyphSafe:
                 images = [self._image_sample(rng, stage) for _ in range(c.batch - n_replay)]
                 align = c.align_weight if stage in c.align_stages else 0.0
                 loss = self._loss(model, *self._batch(images), meta=[s[3] for s in images],
-                                  align_weight=align) * (len(images) / c.batch)
+                                  align_weight=align, align_target=c.align_target,
+                                  align_center=c.align_center) * (len(images) / c.batch)
                 if n_replay:
                     text = [self._s1_sample(rng) for _ in range(n_replay)]
                     loss = loss + self._loss(model, *self._batch(text)) * (n_replay / c.batch)
