@@ -9,7 +9,8 @@ the best map of the read-out's class given the TRUE state (the limit its positiv
 
 * ``pooled``: per state and target contact, the least-squares map over the training-mask
   distribution (hidden inputs zeroed, as in the model;
-  :func:`icml26.epitwin.baselines.pooled_unmixing_map` without the interpolation);
+  :func:`icml26.epitwin.baselines.pooled_unmixing_map` without the interpolation, as
+  ``StateRidgeReconstructor(mask_shafts=(1, 2))``, the ``ridge_class`` row of W_route);
 * ``test-mask``: the same map fitted on single-shaft masks only (the test's leave-one-shaft-out
   masks; equal to the oracle up to the ridge penalty).
 
@@ -27,24 +28,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from icml26.epitwin.baselines import (RidgeReconstructor, StateRidgeReconstructor, _state_gram,
-                                      lagged, pooled_unmixing_map)
+from icml26.epitwin.baselines import RidgeReconstructor, StateRidgeReconstructor
 from icml26.epitwin.experiment import W_ROUTE_FULL, protocol_data
-
-
-def apply_maps(maps_by_state, Z, labels, shaft, lags) -> np.ndarray:
-    """Leave-one-shaft-out predictions of the hidden contacts with per-sample state maps
-    (each an (N, N, n_lags) array of :func:`pooled_unmixing_map`)."""
-    out = np.zeros(Z.shape)
-    for c in np.unique(shaft):
-        Zm = np.array(Z, dtype=np.float64)
-        Zm[:, shaft == c] = 0.0
-        A = lagged(Zm, lags)                                      # (W, n_feat, T)
-        for i in np.flatnonzero(shaft == c):
-            for s, maps in enumerate(maps_by_state):
-                y = np.einsum("f,wft->wt", maps[i].ravel(), A)
-                out[:, i] += y * (labels == s)
-    return out
 
 
 def main() -> None:
@@ -59,15 +44,6 @@ def main() -> None:
         Ztr, montage = data["train"][0]
         Zte, _ = data["test"]
         shaft = montage.shaft
-        grams, counts = _state_gram(Ztr, data["train_state"], lags, 2)
-        rows = {}
-        for name, masks in (("pooled over training masks", (1, 2)), ("fitted on test masks only", (1, 1))):
-            maps = [pooled_unmixing_map(G, int(n), shaft, lags, alpha, mask_shafts=masks)
-                    for G, n in zip(grams, counts)]
-            pred = apply_maps(maps, Zte, data["test_state"], shaft, lags)
-            rows[name] = float(np.sqrt(np.mean((pred - Zte) ** 2)))
-        oracle = StateRidgeReconstructor(lags, alpha).fit(Ztr, montage, data["train_state"])
-        ridge = RidgeReconstructor(lags, alpha).fit(Ztr, montage)
 
         def loso(predict):
             pred = np.zeros(Zte.shape)
@@ -75,6 +51,12 @@ def main() -> None:
                 pred[:, shaft == c] = predict([c])[:, shaft == c]
             return float(np.sqrt(np.mean((pred - Zte) ** 2)))
 
+        rows = {}
+        for name, masks in (("pooled over training masks", (1, 2)), ("fitted on test masks only", (1, 1))):
+            limit = StateRidgeReconstructor(lags, alpha, mask_shafts=masks).fit(Ztr, montage, data["train_state"])
+            rows[name] = loso(lambda m, limit=limit: limit.predict(Zte, montage, m, data["test_state"]))
+        oracle = StateRidgeReconstructor(lags, alpha).fit(Ztr, montage, data["train_state"])
+        ridge = RidgeReconstructor(lags, alpha).fit(Ztr, montage)
         rows["state oracle (ridge per mask and true state)"] = loso(
             lambda m: oracle.predict(Zte, montage, m, data["test_state"]))
         rows["global ridge (per mask)"] = loso(lambda m: ridge.predict(Zte, montage, m))
