@@ -469,13 +469,17 @@ def _run_many(slugs: list, *, parts: list, quick: bool, seeds: Optional[int], jo
             raise _usage_error(str(exc))
     if quick:
         console.print(_styled(("quick mode:", "yellow"), f" {QUICK_CAVEAT}"), highlight=False)
+    from icml26.core.ledger import git_provenance
+
+    provenance = git_provenance()  # the code this run loads, whatever the checkout does meanwhile
     try:
         outcomes = _run_with_progress(experiments, plans, parts=parts, quick=quick, seeds=seeds,
                                       overrides=overrides, jobs=jobs, scheduler=scheduler,
                                       device=device)
         # Written before anything is printed, so no printing problem can lose the report;
         # written into a sibling folder and swapped in, so an interrupt keeps the old one.
-        report_dir = write_report(outcomes, out_dir, command=command, invocation=invocation)
+        report_dir = write_report(outcomes, out_dir, command=command, invocation=invocation,
+                                  provenance=provenance)
     except KeyboardInterrupt:
         kept = (" The previous report in " + str(out_dir) + " is kept as it was."
                 if (out_dir / "results.json").exists() else "")

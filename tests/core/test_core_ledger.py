@@ -218,3 +218,19 @@ def test_shipped_readmes_show_the_current_ledger():
     changed, missing = ledger.update_readmes(check_only=True)
     assert not missing, f"README without a ledger block: {missing}"
     assert not changed, f"out-of-date ledger block in {changed}; run python -m icml26.core.ledger readme"
+
+
+def test_a_report_names_the_code_at_the_start_of_its_run(example, tmp_path):
+    """A long run names the commit it started from; where the checkout moved meanwhile, the end
+    state is kept beside it (commit_end), never in its place."""
+    outcome = run_experiment(EXPERIMENT)
+    start = {"commit": "a" * 40, "dirty": []}
+    report = write_report([outcome], tmp_path / "r", command="icml26 run example", provenance=start)
+    data = json.loads((report / "results.json").read_text())
+    assert data["commit"] == "a" * 40 and data["dirty"] == []
+    now = ledger.git_provenance()
+    if now["commit"] is not None:
+        assert data["commit_end"] == now["commit"]
+    same = write_report([outcome], tmp_path / "s", command="icml26 run example", provenance=now)
+    data = json.loads((same / "results.json").read_text())
+    assert "commit_end" not in data and "dirty_end" not in data

@@ -196,7 +196,8 @@ def _listed_figures(out_dir: Path) -> set[str]:
 
 
 def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
-                 command: str = "", invocation: dict | None = None) -> Path:
+                 command: str = "", invocation: dict | None = None,
+                 provenance: dict | None = None) -> Path:
     """Write ``results.json``, ``README.md``, ``index.html`` and figure PNGs; return the folder.
 
     The whole report is built in a temporary sibling folder and swapped in at the end, so an
@@ -213,17 +214,25 @@ def write_report(outcomes: Sequence, out_dir: str | Path | None = None, *,
     invocation : dict, optional
         The parsed options of that command (``exp``, ``set``, ``seeds``, ``only``, ...),
         recorded in ``results.json``.
+    provenance : dict, optional
+        ``{"commit", "dirty"}`` of the checkout *when the run started*
+        (:func:`~icml26.core.ledger.git_provenance`; default: taken now). A run that lasts hours
+        must name the code it ran, not the commit the checkout moved to meanwhile; when the two
+        differ, the state at the end is kept as ``commit_end`` / ``dirty_end``.
     """
     out_dir = prepare_out_dir(out_dir)
     with _staged_report(out_dir) as stage:
         experiments = [outcome_to_dict(o, stage) for o in outcomes]
         from .ledger import git_provenance
 
+        now = git_provenance()
+        start = dict(provenance) if provenance is not None else now
+        moved = {f"{k}_end": now[k] for k in ("commit", "dirty") if now.get(k) != start.get(k)}
         data = {
             "created": _dt.datetime.now().isoformat(timespec="seconds"),
             "command": command,
             "invocation": jsonable(invocation or {}),
-            **git_provenance(),
+            "commit": start.get("commit"), "dirty": start.get("dirty"), **moved,
             "versions": versions(),
             "machine": machine(),
             "recorded": recorded_verdicts([o.slug for o in outcomes]),
