@@ -55,8 +55,12 @@ def test_table_declares_kinds_controls_and_the_headline():
         if c.kind == "paper":  # every paper claim that can pass names its negative control
             assert c.negative_control, c.id
     assert TABLE.claim("W_route/state_vs_oracle").kind == "control"
+    assert TABLE.claim("W_route/state_vs_class").kind == "control"
     assert TABLE.claim("W_route/oracle_vs_ridge").kind == "control"
-    assert "W_route/state_vs_oracle" in TABLE.claim("W_route/epitwin_vs_ridge").requires
+    # the representation control that gates is the class-limit reading; the oracle reading,
+    # out of reach by construction under the training masks, gates nothing
+    requires = TABLE.claim("W_route/epitwin_vs_ridge").requires
+    assert "W_route/state_vs_class" in requires and "W_route/state_vs_oracle" not in requires
     assert dict(TABLE.claim("W/refine_soi").alt)["spec"].low == 0.20
     assert TABLE.claim("W/epitwin_vs_mse").kind == "check"
 
@@ -90,14 +94,17 @@ def test_ratio_verdicts_from_the_table():
 def test_route_claims_need_the_positive_controls():
     good, neg_fail = _ratio(0.8, 0.75, 0.85), _ratio(1.2, 1.1, 1.3)
     meas = {"oracle_vs_ridge": ratio_measurement(_ratio(0.66, 0.64, 0.68), RULE),
-            "state_vs_oracle": ratio_measurement(_ratio(1.02, 1.0, 1.05), RULE),
+            "state_vs_class": ratio_measurement(_ratio(1.02, 1.0, 1.05), RULE),
+            "state_vs_oracle": ratio_measurement(_ratio(1.5, 1.4, 1.6), RULE),
             "epitwin_vs_ridge": ratio_measurement(good, RULE),
             "step0_vs_ridge": ratio_measurement(neg_fail, RULE)}
-    assert _verdicts("W_route", meas)["W_route/epitwin_vs_ridge"].verdict == "PASS"
-    # a planted failing positive control (the model given the true state misses the oracle)
-    planted = dict(meas, state_vs_oracle=ratio_measurement(_ratio(1.5, 1.4, 1.6), RULE))
-    c = _verdicts("W_route", planted)
+    c = _verdicts("W_route", meas)   # the oracle reading fails: reported, gates nothing
     assert c["W_route/state_vs_oracle"].verdict == "FAIL"
+    assert c["W_route/epitwin_vs_ridge"].verdict == "PASS"
+    # a planted failing positive control (the model given the true state misses its class limit)
+    planted = dict(meas, state_vs_class=ratio_measurement(_ratio(1.5, 1.4, 1.6), RULE))
+    c = _verdicts("W_route", planted)
+    assert c["W_route/state_vs_class"].verdict == "FAIL"
     assert c["W_route/epitwin_vs_ridge"].verdict == "INCOMPLETE"
     assert "precondition not met" in c["W_route/epitwin_vs_ridge"].note
     # the world's own positive control failing gates every paper claim of the part
@@ -149,7 +156,10 @@ def test_read_out_settings_at_their_old_values_keep_the_job_keys():
     """Jobs recorded before dev rule 4 keep their cache keys; a changed read-out changes them."""
     from dataclasses import replace
 
-    from icml26.epitwin.experiment import DEV_FULL, _job_key, _task_config, dev_readout_tasks
+    from icml26.epitwin.experiment import DEV_FULL, W_FULL, _job_key, _task_config, dev_readout_tasks
+    # the dev parts keep the read-out rules 1-3 ran with; the protocols use rule 4's
+    assert (DEV_FULL.unmixing_start, DEV_FULL.unmixing_lr) == ("zero", None)
+    assert (W_FULL.unmixing_start, W_FULL.unmixing_lr) == ("least_squares", 1e-4)
     task = {"method": "epitwin_mse", "lr": DEV_FULL.lr}
     key = _job_key(_task_config(DEV_FULL, task), 0, task)[0]
     assert "unmixing_start" not in key and "unmixing_lr" not in key

@@ -24,7 +24,7 @@ def _claims(outcome):
 def test_registration(experiment):
     names = [p.name for p in experiment.parts]
     assert names == ["W", "X", "B", "scaling", "W_switch", "W_route", "W_seeds", "X_seeds", "dev",
-                     "dev_steps"]
+                     "dev_steps", "dev_readout"]
     assert [p.name for p in experiment.select()] == ["W", "B", "scaling"]  # X opt-in
     assert experiment.part("W_switch").full.world == "switching"
     route = experiment.part("W_route").full

@@ -196,10 +196,14 @@ LINEAR_JOB_VERSION = 48  # the linear baselines' job (48: the routing world's cl
 W_ROUTE_FULL = replace(W_FULL, world="routing", label="W_route", methods=ROUTE_METHODS,
                        epochs=W_ROUTE_EPOCHS, cache_dir=JOB_CACHE)
 W_ROUTE_QUICK = replace(W_QUICK, world="routing", label="W_route", methods=ROUTE_METHODS)
+# The dev parts keep the read-out rules 1-3 ran with (zero start, one lr); rule 4's grid sets
+# its own per task, so its first entry is rule 1's job at the chosen lr (read from the cache).
 DEV_FULL = replace(W_FULL, world=DEV_WORLD, brain_seed=DEV_BRAIN, label="dev",
-                   methods=("epitwin_mse", "labram", "linear"), cache_dir=JOB_CACHE)
+                   methods=("epitwin_mse", "labram", "linear"), cache_dir=JOB_CACHE,
+                   unmixing_start="zero", unmixing_lr=None)
 DEV_QUICK = replace(W_QUICK, world=DEV_WORLD, brain_seed=DEV_BRAIN, label="dev",
-                    methods=("epitwin_mse", "labram", "linear"))
+                    methods=("epitwin_mse", "labram", "linear"), unmixing_start="zero",
+                    unmixing_lr=None)
 COST = {"epitwin": 5, "epitwin_nohspe": 5, "epitwin_nogfba": 4, "epitwin_mse": 4, "labram": 2,
         "linear": 1, "epitwin_state": 4, "epitwin_convex_state": 4}
 CONTROL_METHODS = ("epitwin_state", "epitwin_convex_state")
