@@ -103,3 +103,20 @@ def test_discovery_isolates_a_broken_method(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     discover("brokenpkg")
     assert "missing dependency" in discovery_errors()["gamma"]
+
+
+def test_set_parses_optional_fields_of_both_spellings():
+    """``X | None`` (PEP 604) and ``Optional[X]`` fields take a value or none from --set."""
+    import dataclasses
+    from typing import Optional
+
+    from icml26.core.experiment import apply_overrides
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        a: float | None = None
+        b: Optional[int] = 3  # noqa: UP007 - the old spelling on purpose
+
+    c = apply_overrides(Cfg(), {"a": "0.01", "b": "none"})
+    assert c.a == 0.01 and c.b is None
+    assert apply_overrides(c, {"a": "None"}).a is None

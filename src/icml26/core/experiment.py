@@ -38,6 +38,7 @@ import inspect
 import math
 import pkgutil
 import traceback
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -521,7 +522,7 @@ def _parse(text: str, annotation: Any, current: Any, key: str):
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     target = annotation
-    if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
+    if origin is typing.Union or origin is types.UnionType:  # Optional[X] and X | None
         non_none = [a for a in args if a is not type(None)]
         if text.lower() in {"none", "null"} and len(non_none) < len(args):
             return None
