@@ -7,6 +7,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.icml26-installed
 DEMO_DIR ?= reports/demo
 JOBS   ?= $(shell nproc 2>/dev/null || echo 1)
+# The test suite runs in $(JOBS) pytest-xdist workers, one test file per worker at a time
+# (module fixtures are built once); `make test PYTEST_PARALLEL=` runs it in one process.
+PYTEST_PARALLEL ?= -n $(JOBS) --dist loadfile
 
 .PHONY: demo test install generated docs clean
 
@@ -33,7 +36,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	@command -v bwrap >/dev/null 2>&1 || echo "note: bubblewrap (bwrap) not found: nl2repo's \
 	sandbox tests use unshare instead; 'apt-get install bubblewrap' adds the bwrap backend"
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL)
 
 # The generated files the tests compare with the code: the README ledger blocks. Run after
 # the last `icml26 run ... --record` (or `python -m icml26.core.ledger rederive/migrate`).
