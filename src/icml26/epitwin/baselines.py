@@ -376,13 +376,14 @@ class StateRidgeReconstructor:
             raise ValueError(f"Z must be (W, {montage.n_contacts}, T), got {Z.shape}")
         if 0 not in tuple(self.lags):
             raise ValueError(f"lags must contain 0, got {self.lags}")
-        labels = self._labels(labels, Z)
-        grams, counts = _state_gram(Z, labels, self.lags, self.n_states)
-        self.counts_ = counts
         if self.mask_shafts is not None:
             lo, hi = (int(v) for v in self.mask_shafts)
             if not 1 <= lo <= hi:
                 raise ValueError(f"mask_shafts must be (lo, hi) with 1 <= lo <= hi, got {self.mask_shafts}")
+        labels = self._labels(labels, Z)
+        grams, counts = _state_gram(Z, labels, self.lags, self.n_states)
+        self.counts_ = counts
+        if self.mask_shafts is not None:
             self.maps_ = [pooled_unmixing_map(G, max(int(n), 1), montage.shaft, self.lags, self.alpha,
                                               mask_shafts=(lo, hi)) for G, n in zip(grams, counts)]
             self.key_ = RidgeReconstructor._key(montage)

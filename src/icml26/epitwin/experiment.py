@@ -370,8 +370,8 @@ def _job_key(config: ProtocolConfig, seed: int, task: dict) -> list:
         skip |= {"labram_lr", "labram_patch"}
     else:
         skip |= {"lr", "labram_lr", "epochs", "patch", "labram_patch", "refine_checkpoint",
-                 "signed_unmixing", "unmixing_start", "unmixing_lr", "mask_hidden_keys", "d_model", "n_layers", "n_heads",
-                 "batch_size"}
+                 "signed_unmixing", "unmixing_start", "unmixing_lr", "mask_hidden_keys", "d_model",
+                 "n_layers", "n_heads", "batch_size"}
     settings = {k: v for k, v in asdict(config).items() if k not in skip}
     settings.update(device_cache_key())
     version = LINEAR_JOB_VERSION if task["method"] == "linear" else JOB_CACHE_VERSION
@@ -823,6 +823,11 @@ def choose_readout(best_by_setting: dict):
                 if s in best_by_setting and best_by_setting[s] <= low * (1 + DEV_TIE))
 
 
+def _lr_text(unmixing_lr) -> str:
+    """The read-out's own lr as shown in rule 4's table (None: the model's lr)."""
+    return "lr" if unmixing_lr is None else format(unmixing_lr, "g")
+
+
 def summarize_dev_readout(jobs, config: ProtocolConfig) -> Result:
     rows, curves, best = [], {}, {}
     for j in jobs:
@@ -830,16 +835,16 @@ def summarize_dev_readout(jobs, config: ProtocolConfig) -> Result:
         setting = (m["task"].get("unmixing_start", "zero"), m["task"].get("unmixing_lr"))
         v, at = _best_val(m["history"])
         best[setting] = v
-        label = f"start={setting[0]}, unmixing_lr={'lr' if setting[1] is None else format(setting[1], 'g')}"
         rows.append({"start": setting[0], "unmixing_lr": "lr" if setting[1] is None else setting[1],
                      "steps": m["n_steps"], "step-0 val RMSE": m["step0"]["val_rmse"],
                      "best val RMSE": v, "at epoch": at, "last val RMSE": m["history"][-1]["val_rmse"],
                      "last train RMSE": m["history"][-1]["train_rmse"],
                      "dev test RMSE": m["methods"]["epitwin_mse"]["rmse"], "CPU-s": m.get("cpu_seconds")})
-        curves[label] = {"history": m["history"], "step0": m["step0"]}
+        curves[f"start={setting[0]}, unmixing_lr={_lr_text(setting[1])}"] = {
+            "history": m["history"], "step0": m["step0"]}
     start, unmixing_lr = choose_readout(best)
     notes = [f"dev rule 4 picks unmixing_start = {start!r}, unmixing_lr = "
-             f"{'lr' if unmixing_lr is None else format(unmixing_lr, 'g')} (lr {config.lr:g})"]
+             f"{_lr_text(unmixing_lr)} (lr {config.lr:g})"]
     figs = {"dev: training curves by read-out": _curves_figure(curves, "dev (brain 1, routing)")}
     return Result(tables={"dev: best validation RMSE by read-out setting": pd.DataFrame(rows)},
                   figures=figs, notes=notes)
