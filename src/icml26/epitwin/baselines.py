@@ -313,6 +313,116 @@ def pooled_unmixing_map(gram: np.ndarray, n_samples: int, shaft: np.ndarray, lag
     return out
 
 
+def _single_shaft_interp(shaft: np.ndarray, interp_logits: np.ndarray) -> np.ndarray:
+    """(N, N) weights of the interpolation ``softmax_j(interp_logits_ij)`` over the contacts of
+    the other shafts (the leave-one-shaft-out mask): row ``i`` is zero on ``i``'s own shaft."""
+    other = shaft[:, None] != shaft[None, :]
+    logit = np.where(other, interp_logits, -np.inf)
+    V = np.exp(logit - logit.max(1, keepdims=True))
+    return V / V.sum(1, keepdims=True)
+
+
+def _patch_correlations(Z: np.ndarray, patch: int) -> np.ndarray:
+    """Upper triangle of the zero-lag correlation matrix of the contacts in every patch of the
+    (W, N, T) windows -> (W * T // patch, N (N - 1) / 2)."""
+    W, N, T = Z.shape
+    P = Z.reshape(W, N, T // patch, patch).transpose(0, 2, 1, 3).reshape(-1, N, patch)
+    P = P - P.mean(-1, keepdims=True)
+    P = P / np.maximum(np.linalg.norm(P, axis=-1, keepdims=True), 1e-12)
+    iu = np.triu_indices(N, 1)
+    return np.concatenate([np.matmul(P[i:i + 512], P[i:i + 512].transpose(0, 2, 1))[:, iu[0], iu[1]]
+                           for i in range(0, len(P), 512)])
+
+
+def mixture_unmixing_maps(Z: np.ndarray, shaft: np.ndarray, lags, alpha: float, n_regimes: int,
+                          patch: int, mask_shafts=(1, 2), interp_logits: np.ndarray | None = None,
+                          max_iter: int = 20, tol: float = 1e-3, seed: int = 0) -> dict:
+    """``n_regimes`` maps of the signed unmixing read-out's class, fitted as a **mixture** by
+    hard EM over patches (a **Resolution, not from the paper**: the ``"mixture"`` start of
+    :class:`~icml26.epitwin.estimator.EpiTwin`).
+
+    Every regime of :class:`~icml26.epitwin.model.SignedUnmixing` starting at the same pooled
+    map (:func:`pooled_unmixing_map`) is a saddle: the regimes' outputs are equal, so the gate
+    gets no gradient, and the regimes get the same gradient up to the gate's small random
+    differences. This start breaks the symmetry with the data instead. Each patch of ``patch``
+    samples of the (W, N, T) training windows (the gate's granularity) is given one regime:
+
+    1. initial regimes by k-means (``n_init=4``, ``random_state=seed``) on each patch's
+       zero-lag correlation matrix of the contacts (clustering windows by their spatial
+       covariance, as sEEG/EEG "state" analyses do);
+    2. M-step: each regime's map is :func:`pooled_unmixing_map` of the Gram over its patches
+       (the training-mask distribution of ``mask_shafts``, the residual of ``interp_logits``);
+       a regime left with no patch takes the map pooled over all;
+    3. E-step: each patch moves to the regime whose map has the least squared error on it,
+       scored under the leave-one-shaft-out masks (every contact predicted with its own shaft
+       hidden; the pooled maps give each contact no coefficient on its own shaft, so one pass
+       scores every shaft);
+
+    until no patch moves, the objective falls by less than ``tol`` (relative) in a round, or
+    ``max_iter`` rounds. The hidden contacts' values are used only here,
+    on the training windows; at test time the model's gate has to infer the regime from the
+    observed contacts.
+
+    Returns
+    -------
+    dict
+        ``maps`` (K, N, N, n_lags) as :func:`pooled_unmixing_map`'s, ``labels`` (W, T // patch),
+        ``objective`` (the summed squared error after every E-step, non-increasing up to the
+        M-step's ridge term) and ``counts`` (patches per regime).
+    """
+    from sklearn.cluster import KMeans
+
+    Z = np.asarray(Z, dtype=np.float64)
+    shaft = np.asarray(shaft)
+    if Z.ndim != 3 or Z.shape[1] != len(shaft):
+        raise ValueError(f"Z must be (W, {len(shaft)}, T), got {Z.shape}")
+    if int(n_regimes) < 1:
+        raise ValueError(f"n_regimes must be >= 1, got {n_regimes}")
+    W, N, T = Z.shape
+    if int(patch) < 1 or T % int(patch):
+        raise ValueError(f"patch must divide the window length T={T}, got {patch}")
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    check_scalar_in(tol, "tol", low=0.0)
+    K, L, n_l = int(n_regimes), T // int(patch), len(lags)
+    feats = _patch_correlations(Z, int(patch))
+    if K == 1 or len(feats) < K:
+        labels = np.zeros(len(feats), dtype=np.int64)
+    else:
+        labels = KMeans(K, n_init=4, random_state=seed).fit_predict(feats).astype(np.int64)
+    target = Z if interp_logits is None else Z - np.matmul(
+        _single_shaft_interp(shaft, np.asarray(interp_logits, dtype=np.float64)), Z)
+    pooled = None
+    objective = []
+    for _ in range(int(max_iter)):
+        grams, counts = _state_gram(Z, np.repeat(labels.reshape(W, L), patch, axis=1), lags, K)
+        maps = []
+        for G, n in zip(grams, counts):
+            if n == 0:
+                if pooled is None:
+                    pooled = pooled_unmixing_map(sum(grams), W * T, shaft, lags, alpha,
+                                                 mask_shafts=mask_shafts, interp_logits=interp_logits)
+                maps.append(pooled)
+            else:
+                maps.append(pooled_unmixing_map(G, int(n), shaft, lags, alpha, mask_shafts=mask_shafts,
+                                                interp_logits=interp_logits))
+        flat = np.concatenate([M.reshape(N, N * n_l) for M in maps])      # (K N, N n_l)
+        err = np.empty((W, L, K))
+        for i in range(0, W, 16):
+            pred = np.matmul(flat, lagged(Z[i:i + 16], lags))              # (w, K N, T), BLAS
+            r = target[i:i + 16, None] - pred.reshape(len(pred), K, N, T)
+            err[i:i + 16] = (r ** 2).sum(2).reshape(len(pred), K, L, patch).sum(-1).transpose(0, 2, 1)
+        objective.append(float(err.reshape(W * L, K).min(1).sum()))
+        new = err.reshape(W * L, K).argmin(1)
+        done = len(objective) == int(max_iter) or (
+            len(objective) > 1 and objective[-2] - objective[-1] < tol * objective[-2])
+        if np.array_equal(new, labels) or done:
+            break                      # the maps are those of ``labels``
+        labels = new
+    return {"maps": np.stack(maps), "labels": labels.reshape(W, L), "objective": objective,
+            "counts": np.bincount(labels, minlength=K)}
+
+
 class StateRidgeReconstructor:
     """Ridge with lags fitted separately for each network state (a Resolution).
 

@@ -47,6 +47,7 @@ REFINE_LR = 2e-4
 # for refinement (RMSE(full) <= 1.05 RMSE(MSE-only)).
 REFINE_RMSE_TOLERANCE = 1.05
 REFINE_RULES = ("best_rmse", "last", "best_lsd")
+UNMIXING_STARTS = ("zero", "least_squares", "mixture")
 
 
 def _is_raw(obj) -> bool:
@@ -720,13 +721,18 @@ class EpiTwin(_NeuralReconstructor):
         takes one patient and ``predict`` that montage only (``False`` for unseen montages).
     n_regimes : int
         Number of gated coefficient sets.
-    unmixing_start : {"zero", "least_squares"}
+    unmixing_start : {"zero", "least_squares", "mixture"}
         Where the signed unmixing's coefficients start: at zero (step 0 predicts like the
         geometry start's interpolation), or, a **Resolution, not from the paper**, at the
         least-squares map of the read-out's class pooled over the training masks, fitted to the
         residual of that interpolation (:func:`~icml26.epitwin.baselines.pooled_unmixing_map`;
         step 0 then predicts like that linear map, and training only has to learn how it
-        changes with the state the transformer reads).
+        changes with the state the transformer reads). Both give every regime the same
+        coefficients, a saddle: the gate gets no gradient until the regimes drift apart by
+        chance. ``"mixture"`` (also a Resolution) starts the ``n_regimes`` sets at a mixture of
+        maps of that class fitted by hard EM over the training patches
+        (:func:`~icml26.epitwin.baselines.mixture_unmixing_maps`); the gate then only has to
+        learn which regime a patch is in. Its fit is kept in ``unmixing_start_``.
     unmixing_lr : float, optional
         Learning rate of the unmixing coefficients (default: ``lr``, like every parameter).
     n_context : int
@@ -792,13 +798,13 @@ class EpiTwin(_NeuralReconstructor):
         check_int(self.k_lap, "k_lap", min_value=1)
         check_int(self.n_regimes, "n_regimes", min_value=1)
         check_int(self.n_context, "n_context", min_value=0)
-        check_choice(self.unmixing_start, "unmixing_start", ("zero", "least_squares"))
+        check_choice(self.unmixing_start, "unmixing_start", UNMIXING_STARTS)
         if self.unmixing_lr is not None:
             check_scalar_in(self.unmixing_lr, "unmixing_lr", low=0.0, low_inclusive=False)
-        if self.unmixing_start == "least_squares" and self.signed_unmixing and \
+        if self.unmixing_start != "zero" and self.signed_unmixing and \
                 self.use_gfba and self.use_functional and self.functional == "dynamic":
-            raise ValueError("unmixing_start='least_squares' needs a fixed interpolation at the "
-                             "start: functional='static' or 'predicted' (got 'dynamic')")
+            raise ValueError(f"unmixing_start={self.unmixing_start!r} needs a fixed interpolation "
+                             "at the start: functional='static' or 'predicted' (got 'dynamic')")
 
     def _fit(self, patients, val):
         if self.signed_unmixing and len({p["key"] for p in patients}) > 1:
@@ -822,18 +828,20 @@ class EpiTwin(_NeuralReconstructor):
         return [{"params": rest}, {"params": [coef], "lr": self.unmixing_lr}]
 
     def _start(self, model, patients):
-        """The least-squares start of the signed unmixing (``unmixing_start="least_squares"``):
-        every regime's coefficients at :func:`~icml26.epitwin.baselines.pooled_unmixing_map` of
-        the training windows, the residual of the step-0 interpolation, so that step 0 predicts
-        like the best map of the read-out's class pooled over the training masks."""
-        if not (self.signed_unmixing and self.unmixing_start == "least_squares"):
+        """The fitted starts of the signed unmixing: ``"least_squares"``, every regime's
+        coefficients at :func:`~icml26.epitwin.baselines.pooled_unmixing_map` of the training
+        windows, the residual of the step-0 interpolation, so that step 0 predicts like the best
+        map of the read-out's class pooled over the training masks; ``"mixture"``, regime ``k``
+        at map ``k`` of :func:`~icml26.epitwin.baselines.mixture_unmixing_maps` of the same
+        residual."""
+        self.unmixing_start_ = None
+        if not (self.signed_unmixing and self.unmixing_start in ("least_squares", "mixture")):
             return
-        from .baselines import lagged_gram, pooled_unmixing_map
+        from .baselines import lagged_gram, mixture_unmixing_maps, pooled_unmixing_map
         from .model import log_distance_logits
 
         p = patients[0]
         t, shaft, lags = p["t"], p["montage"].shaft, model.unmixing.lags
-        G = lagged_gram(p["Z"], lags)
         logits = None
         if model.geometry_start:
             with torch.no_grad():
@@ -844,8 +852,16 @@ class EpiTwin(_NeuralReconstructor):
                 else:
                     logits = log_distance_logits(t["dist"])
             logits = to_numpy(logits).astype(np.float64)
-        M = pooled_unmixing_map(G, p["Z"].shape[0] * p["Z"].shape[2], shaft, lags, alpha=1e-3,
-                                mask_shafts=self.mask_shafts, interp_logits=logits)
+        if self.unmixing_start == "mixture":
+            fit = mixture_unmixing_maps(p["Z"], shaft, lags, alpha=1e-3, n_regimes=self.n_regimes,
+                                        patch=self.patch, mask_shafts=self.mask_shafts,
+                                        interp_logits=logits, seed=self.seed)
+            M = fit["maps"]                                  # (K, N, N, n_lags)
+            self.unmixing_start_ = {"objective": fit["objective"], "counts": fit["counts"].tolist()}
+        else:
+            M = pooled_unmixing_map(lagged_gram(p["Z"], lags), p["Z"].shape[0] * p["Z"].shape[2],
+                                    shaft, lags, alpha=1e-3, mask_shafts=self.mask_shafts,
+                                    interp_logits=logits)
         with torch.no_grad():
             coef = model.unmixing.coef
             coef[:, :len(shaft), :len(shaft)] = torch.as_tensor(M, dtype=coef.dtype, device=coef.device)
