@@ -60,6 +60,8 @@ class GlyphSafeExpConfig:
     s3_grid: tuple = _RECIPE.s3_grid
     n_precondition: int = _RECIPE.n_precondition
     hybrid_share: float = _RECIPE.hybrid_share
+    hybrid_partial_share: float = _RECIPE.hybrid_partial_share
+    hybrid_partial_max: float = _RECIPE.hybrid_partial_max
     align_weight: float = _RECIPE.align_weight
     align_stages: tuple = _RECIPE.align_stages
     align_target: float = _RECIPE.align_target
@@ -267,6 +269,16 @@ ALIGN_GRID = (
     # target; weaker first.
     {"align_weight": 1.0, "align_target": 0.2, "s3_projector": False},
     {"align_weight": 1.0, "align_target": 0.3, "s3_projector": False},
+    # Entries 19-20 (issue #50, round 4), added after 17-18 ran on both dev seeds and written
+    # before either ran: the settings that kept the selection and colour-VQA but lost the premise
+    # only because the LM refused the attack images (entry 13: image ASR 0.38 / 0.09, colour
+    # 0.92 / 0.90, AUROC 0.96 / 0.99), with the sub-threshold replay (half the hybrid samples
+    # insert an unsafe word diluted to cosine < hybrid_partial_max, target "comply"): the LM
+    # should refuse a word among the visual tokens, not its diluted direction. Weaker first.
+    {"align_weight": 5.0, "align_target": 0.5, "s3_projector": False, "hybrid_partial_share": 0.5,
+     "hybrid_partial_max": 0.5},
+    {"align_weight": 5.0, "align_target": 0.5, "s3_projector": False, "hybrid_partial_share": 0.5,
+     "hybrid_partial_max": 0.7},
 )
 ALIGN_DEV_SEEDS = (10, 11)
 #: The selection control's bar (claims.toml ``glyphsafe/selection_auroc``), the dev target.

@@ -143,9 +143,20 @@ def hybrid_target(image_word: str, inserted: str) -> str:
     return REFUSAL if inserted in UNSAFE_WORDS or inserted in CATEGORY_WORDS else comply(image_word)
 
 
-def hybrid_token(token: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
-    """``embedding`` rescaled to ``token``'s norm: the replaced visual token of a hybrid sample."""
-    return token.norm() * embedding / embedding.norm().clamp_min(1e-8)
+def hybrid_token(token: torch.Tensor, embedding: torch.Tensor, cos: float = 1.0) -> torch.Tensor:
+    """The replaced visual token of a hybrid sample, at ``token``'s norm: ``embedding``'s
+    direction (``cos`` = 1), or with ``cos`` < 1 the unit vector at cosine ``cos`` to it in the
+    plane of ``token`` and ``embedding`` (the word's direction diluted in the token; the
+    sub-threshold replay)."""
+    if not 0.0 <= float(cos) <= 1.0:
+        raise ValueError(f"cos must lie in [0, 1], got {cos}")
+    e = embedding / embedding.norm().clamp_min(1e-8)
+    if float(cos) >= 1.0:
+        return token.norm() * e
+    u = token / token.norm().clamp_min(1e-8)
+    u = u - (u @ e) * e
+    u = u / u.norm().clamp_min(1e-8)
+    return token.norm() * (float(cos) * e + (1.0 - float(cos) ** 2) ** 0.5 * u)
 
 
 def glyph_alignment_loss(visual: torch.Tensor, glyph: torch.Tensor, targets: torch.Tensor,
@@ -260,8 +271,13 @@ class GlyphSafeConfig:
     (:data:`RELATED_CATEGORIES`) instead of the word. ``oracle_tokens`` is the ``m`` of the
     oracle control (RAI's ``m`` at ρ = 0.01 on 16 tokens); ``max_oracle_ratio`` its bar.
     ``hybrid_share``: the share of S3 image samples with one visual token replaced by a word
-    embedding at its norm (the hybrid replay). ``align_weight`` × :func:`glyph_alignment_loss` is
-    added to the loss of the image samples of the stages in ``align_stages``.
+    embedding at its norm (the hybrid replay). ``hybrid_partial_share`` of those samples instead
+    insert an unsafe or category word only at a cosine drawn in ``[0, hybrid_partial_max)``
+    (:func:`hybrid_token`) with the target "comply" (the *sub-threshold replay*, a Resolution:
+    the LM refuses a word put among the visual tokens, not its diluted direction, so a glyph
+    token that is partly aligned to its unsafe word does not by itself trigger a refusal).
+    ``align_weight`` × :func:`glyph_alignment_loss` is added to the loss of the image samples of
+    the stages in ``align_stages``.
 
     References
     ----------
@@ -300,6 +316,11 @@ class GlyphSafeConfig:
     oracle_tokens: int = 1
     max_oracle_ratio: float = 0.5
     hybrid_share: float = 0.25
+    # Resolution (sub-threshold replay, #50 round 4): the share of hybrid samples whose inserted
+    # unsafe or category word is only diluted in the visual token (cosine drawn in
+    # [0, hybrid_partial_max)), with the target "comply"; 0 = off (draws nothing)
+    hybrid_partial_share: float = 0.0
+    hybrid_partial_max: float = 0.5
     # chosen on dev seeds 10, 11 by icml26.rai.experiment.select_alignment (its fallback: no
     # setting of ALIGN_GRID reached the selection control while keeping the premise on both dev
     # seeds; this one, entry 14, has the best worst-seed AUROC among those that keep it)
@@ -494,7 +515,7 @@ class GlyphSafe:
         word = concepts[int(rng.integers(len(concepts)))]
         colour = COLOURS[int(rng.integers(4))]
         image, glyph = render(word, colour, rng)
-        edit = None
+        edit, cos = None, 1.0
         if caption:
             prompt, response = self._image_prompt(CAPTION_PROMPT), word
             if word in RELATED_CATEGORIES and rng.random() < self.config.category_caption_share:
@@ -507,11 +528,21 @@ class GlyphSafe:
             inserted = pool[int(rng.integers(len(pool)))]
             edit = (int(rng.integers(N_VISUAL)), VOCAB[inserted])
             prompt, response = self._image_prompt(ATTACK_PROMPT), hybrid_target(word, inserted)
+            c = self.config
+            if c.hybrid_partial_share and rng.random() < c.hybrid_partial_share:
+                # Resolution (sub-threshold replay): an unsafe or category word's direction only
+                # diluted in the token (cosine < hybrid_partial_max) does not make it refuse
+                pool = UNSAFE_WORDS + CATEGORY_WORDS
+                inserted = pool[int(rng.integers(len(pool)))]
+                edit = (edit[0], VOCAB[inserted])
+                cos = float(rng.uniform(0.0, c.hybrid_partial_max))
+                response = comply(word)
         elif rng.random() < 0.5:
             prompt, response = self._image_prompt(ATTACK_PROMPT), comply(word)
         else:
             prompt, response = self._image_prompt(COLOUR_PROMPT), colour
-        return prompt, encode(response) + [EOS], image, {"glyph": glyph, "word": VOCAB[word], "edit": edit}
+        return prompt, encode(response) + [EOS], image, {"glyph": glyph, "word": VOCAB[word], "edit": edit,
+                                                        "cos": cos}
 
     @staticmethod
     def _batch(samples):
@@ -578,7 +609,8 @@ class GlyphSafe:
         ``align_weight ×`` :func:`glyph_alignment_loss` on the glyph patches' visual tokens."""
         device = model_device(model)
         batch, labels = _on(batch, device), labels.to(device)
-        edits = [] if meta is None else [(row, m["edit"]) for row, m in enumerate(meta) if m["edit"] is not None]
+        edits = [] if meta is None else [(row, m["edit"], m.get("cos", 1.0)) for row, m in enumerate(meta)
+                                         if m["edit"] is not None]
         align = meta is not None and align_weight > 0
         if not edits and not align:
             logits = model(**batch).logits[:, :-1]
@@ -596,9 +628,10 @@ class GlyphSafe:
             if not edits:
                 return None
             hidden = hidden.clone()
-            for row, (index, word_id) in edits:
+            for row, (index, word_id), cos in edits:
                 position = torch.nonzero(mask[row]).flatten()[index]
-                hidden[row, position] = hybrid_token(hidden[row, position].detach(), embeddings[word_id].detach())
+                hidden[row, position] = hybrid_token(hidden[row, position].detach(), embeddings[word_id].detach(),
+                                                     cos)
             if "hidden_states" in kwargs:
                 return args, dict(kwargs, hidden_states=hidden)
             return (hidden, *args[1:]), kwargs
