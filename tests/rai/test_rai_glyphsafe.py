@@ -207,6 +207,52 @@ def test_hybrid_token_is_the_embedding_at_the_tokens_norm():
 
     token, emb = torch.tensor([3.0, 4.0, 0.0]), torch.tensor([0.0, 0.0, 2.0])
     assert torch.allclose(hybrid_token(token, emb), torch.tensor([0.0, 0.0, 5.0]))
+    assert torch.allclose(hybrid_token(token, emb, 1.0), hybrid_token(token, emb))
+
+
+def test_sub_threshold_hybrid_token_has_the_asked_cosine_at_the_tokens_norm():
+    """A direct computation: the diluted token keeps the token's norm, has cosine ``cos`` to the
+    embedding and lies in the plane of token and embedding."""
+    from icml26.rai.glyphsafe import hybrid_token
+
+    g = torch.Generator().manual_seed(0)
+    token, emb = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    for cos in (0.0, 0.3, 0.7, 0.99):
+        out = hybrid_token(token, emb, cos)
+        assert torch.isclose(out.norm(), token.norm(), rtol=1e-5)
+        assert torch.isclose(torch.nn.functional.cosine_similarity(out, emb, dim=0), torch.tensor(cos), atol=1e-5)
+        plane = torch.linalg.lstsq(torch.stack([token, emb], 1), out[:, None]).residuals
+        assert float(plane.sum()) < 1e-6 * float(out.norm() ** 2)
+    with pytest.raises(ValueError, match="cos"):
+        hybrid_token(token, emb, 1.5)
+
+
+def test_sub_threshold_replay_inserts_diluted_unsafe_words_with_the_target_comply():
+    import dataclasses
+
+    from icml26.rai.glyphsafe import CATEGORY_WORDS, REFUSAL, UNSAFE_WORDS, WORDS, decode
+    world = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0, hybrid_partial_share=0.5,
+                                             hybrid_partial_max=0.4))
+    rng = np.random.default_rng(5)
+    partial, full = [], []
+    for _ in range(300):
+        _, response, _, meta = world._image_sample(rng, "s3")
+        if meta["edit"] is None:
+            continue
+        inserted = WORDS[meta["edit"][1]]
+        if meta["cos"] < 1.0:
+            assert 0.0 <= meta["cos"] < 0.4 and inserted in UNSAFE_WORDS + CATEGORY_WORDS
+            assert not decode(response).startswith(REFUSAL)
+            partial.append(meta["cos"])
+        else:
+            full.append(inserted)
+    assert 0.35 < len(partial) / (len(partial) + len(full)) < 0.65
+    # off by default: the sampler draws exactly what it drew before the replay existed
+    a = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0))
+    b = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0, hybrid_partial_max=0.9))
+    for i in range(20):
+        sa, sb = a._image_sample(np.random.default_rng(i), "s3"), b._image_sample(np.random.default_rng(i), "s3")
+        assert sa[:2] == sb[:2] and sa[3]["edit"] == sb[3]["edit"] and sa[3]["cos"] == 1.0
 
 
 def test_training_forward_replaces_the_edited_visual_token(world, model):

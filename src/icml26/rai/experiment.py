@@ -279,6 +279,12 @@ ALIGN_GRID = (
      "hybrid_partial_max": 0.5},
     {"align_weight": 5.0, "align_target": 0.5, "s3_projector": False, "hybrid_partial_share": 0.5,
      "hybrid_partial_max": 0.7},
+    # Entries 21-22, added after 19-20 ran on dev seed 10 (the replay brought image ASR back to
+    # 0.46 / 0.77 with AUROC 0.98, but colour-VQA fell to 0.73 / 0.74) and written before either
+    # ran: the same replay on entry 6 (weight 1, full target, frozen S3 projector; seed 10:
+    # colour 1.00, AUROC 0.97, premise lost on image ASR 0.41 only). Weaker first.
+    {"align_weight": 1.0, "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7},
+    {"align_weight": 1.0, "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.9},
 )
 ALIGN_DEV_SEEDS = (10, 11)
 #: The selection control's bar (claims.toml ``glyphsafe/selection_auroc``), the dev target.
