@@ -6,6 +6,7 @@ import pytest
 
 from icml26.core.experiment import get_experiment
 from icml26.core.runner import run_part
+from icml26.epitwin.experiment import DEV_READOUT_GRID
 
 
 @pytest.fixture(scope="module")
@@ -140,5 +141,5 @@ def test_dev_parts_quick_apply_the_rules(experiment):
     assert any("dev rule 3 picks" in n for n in outcome.result.notes)
     outcome = run_part(experiment, "dev_readout", quick=True)
     _ok(outcome)
-    assert len(outcome.result.tables["dev: best validation RMSE by read-out setting"]) == 6
+    assert len(outcome.result.tables["dev: best validation RMSE by read-out setting"]) == len(DEV_READOUT_GRID)
     assert any("dev rule 4 picks" in n for n in outcome.result.notes)
