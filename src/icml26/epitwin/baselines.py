@@ -301,10 +301,7 @@ def pooled_unmixing_map(gram: np.ndarray, n_samples: int, shaft: np.ndarray, lag
             for hidden, w, P in keep:
                 target = gram[:, i * n_l + zero].copy()
                 if interp_logits is not None:
-                    obs = ~np.isin(shaft, hidden)
-                    logit = np.where(obs, interp_logits[i], -np.inf)
-                    v = np.exp(logit - logit[obs].max())
-                    v /= v.sum()
+                    v = _interp_weights(interp_logits[i], ~np.isin(shaft, hidden))
                     target -= gram[:, zero::n_l] @ v
                 b += w * P * target
             coef = np.zeros(N * n_l)
@@ -313,13 +310,12 @@ def pooled_unmixing_map(gram: np.ndarray, n_samples: int, shaft: np.ndarray, lag
     return out
 
 
-def _single_shaft_interp(shaft: np.ndarray, interp_logits: np.ndarray) -> np.ndarray:
-    """(N, N) weights of the interpolation ``softmax_j(interp_logits_ij)`` over the contacts of
-    the other shafts (the leave-one-shaft-out mask): row ``i`` is zero on ``i``'s own shaft."""
-    other = shaft[:, None] != shaft[None, :]
-    logit = np.where(other, interp_logits, -np.inf)
-    V = np.exp(logit - logit.max(1, keepdims=True))
-    return V / V.sum(1, keepdims=True)
+def _interp_weights(interp_logits: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Weights of the interpolation ``softmax_j(interp_logits_ij)`` over the ``observed``
+    contacts (a bool mask broadcast against the logits' rows), zero elsewhere."""
+    logit = np.where(observed, interp_logits, -np.inf)
+    v = np.exp(logit - logit.max(-1, keepdims=True))
+    return v / v.sum(-1, keepdims=True)
 
 
 def _patch_correlations(Z: np.ndarray, patch: int) -> np.ndarray:
@@ -390,8 +386,9 @@ def mixture_unmixing_maps(Z: np.ndarray, shaft: np.ndarray, lags, alpha: float, 
         labels = np.zeros(len(feats), dtype=np.int64)
     else:
         labels = KMeans(K, n_init=4, random_state=seed).fit_predict(feats).astype(np.int64)
+    # the leave-one-shaft-out interpolation: each contact from the other shafts' contacts
     target = Z if interp_logits is None else Z - np.matmul(
-        _single_shaft_interp(shaft, np.asarray(interp_logits, dtype=np.float64)), Z)
+        _interp_weights(np.asarray(interp_logits, dtype=np.float64), shaft[:, None] != shaft[None, :]), Z)
     pooled = None
     objective = []
     for _ in range(int(max_iter)):
