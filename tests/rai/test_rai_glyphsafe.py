@@ -247,6 +247,9 @@ def test_sub_threshold_replay_inserts_diluted_unsafe_words_with_the_target_compl
         else:
             full.append(inserted)
     assert 0.35 < len(partial) / (len(partial) + len(full)) < 0.65
+    for bad in (dict(hybrid_partial_share=1.5), dict(hybrid_partial_max=-0.1), dict(hybrid_share=2.0)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            GlyphSafe(0, dataclasses.replace(TINY, **bad))
     # off by default: the sampler draws exactly what it drew before the replay existed
     a = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0))
     b = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0, hybrid_partial_max=0.9))

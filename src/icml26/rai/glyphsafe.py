@@ -54,7 +54,7 @@ import torch
 
 from icml26.core.cache import atomic_folder, cache_root
 from icml26.core.device import resolve_device, seeded_rng
-from icml26.core.validation import check_choice, check_int
+from icml26.core.validation import check_choice, check_int, check_scalar_in
 
 from icml26.zoo.hf import decoder_layers
 
@@ -385,6 +385,8 @@ class GlyphSafe:
         self.config = GlyphSafeConfig() if config is None else config
         if not isinstance(self.config, GlyphSafeConfig):
             raise TypeError(f"config must be a GlyphSafeConfig, got {type(self.config).__name__}")
+        for name in ("hybrid_share", "hybrid_partial_share", "hybrid_partial_max"):
+            check_scalar_in(getattr(self.config, name), f"config.{name}", low=0.0, high=1.0)
         self._tokenizer = None
         self.precondition_: list[dict] = []
         self.s3_steps_ = 0
