@@ -1,7 +1,7 @@
 """Dev selection of the S2 alignment weight of GlyphSafe (rai), on the dev seeds only.
 
-For each dev seed: S1 and S0 once, then for every setting of ``ALIGN_GRID`` (world-config
-overrides) a copy trained with S2 (captioning) and S3 (with the hybrid replay) on the pre-registered length
+For each dev seed: S1 and S0 once, then for every setting of ``ALIGN_GRID`` (overrides of
+the fixed ``ALIGN_BASE``, :func:`~icml26.rai.experiment.align_world`) a copy trained with S2 (captioning) and S3 (with the hybrid replay) on the pre-registered length
 grid (the glyph-to-word alignment term weighted and placed as the setting says); reported per (weight, seed): the premise check, the oracle control,
 the selection control (the 12 attack words as prototypes: risk AUROC on dev renders), the
 default prototypes' AUROC, and the share of attack images with a glyph token whose nearest word
@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from icml26.core.device import seeded_rng
-from icml26.rai.experiment import (ALIGN_DEV_SEEDS, ALIGN_GRID, GlyphSafeExpConfig, _risk_auroc, _visual_tokens,
-                                   select_alignment, world_config)
+from icml26.rai.experiment import (ALIGN_BASE, ALIGN_DEV_SEEDS, ALIGN_GRID, GlyphSafeExpConfig, _risk_auroc,
+                                   _visual_tokens, align_world, select_alignment, world_config)
 from icml26.rai.glyphsafe import UNSAFE_WORDS, VOCAB, GlyphSafe
 from icml26.rai.injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, UnsafePrototypeSubspace
 
@@ -47,7 +47,7 @@ def dev_rows(seed: int, grid, n_dev: int = 200) -> list[dict]:
     rows = []
     for index in grid:
         cpu = time.process_time()
-        w = GlyphSafe(seed, dataclasses.replace(base, **ALIGN_GRID[index]))
+        w = GlyphSafe(seed, align_world(index, base))
         with seeded_rng(seed, torch.device("cpu")):
             model = w._train(copy.deepcopy(stem), ("s2", "s3"), torch.device("cpu"))
         final = w.precondition_[-1]
@@ -58,6 +58,8 @@ def dev_rows(seed: int, grid, n_dev: int = 200) -> list[dict]:
                                                    for k, v in ALIGN_GRID[index].items()}, "s3_steps": w.s3_steps_,
                **{k: final[k] for k in ("text_asr", "image_asr", "colour_accuracy", "compliance", "slot_asr",
                                         "oracle_asr", "oracle_ratio", "premise_passed", "oracle_passed")},
+               "world": {k: list(v) if isinstance(v, tuple) else v
+                         for k, v in dataclasses.asdict(w.config).items() if k in ALIGN_BASE},
                "selection_auroc": _risk_auroc(model, RiskAwarenessInjection(inlex, 0.01), attack, benign)["auroc"],
                "default_auroc": _risk_auroc(model, RiskAwarenessInjection(default, 0.01), attack, benign)["auroc"],
                "own_word_share": own_word_share(model, attack[:100]),

@@ -225,6 +225,16 @@ def select_strength(dev_rows: list[dict], max_over_refusal: float) -> float:
     return min(dev_rows, key=lambda r: (r["over_refusal"], r["strength"]))["strength"]
 
 
+#: The world every ALIGN_GRID entry is applied to (:func:`align_world`): the S3 and alignment knobs
+#: off, as they were when entries 0-9 ran. Entries are overrides of this fixed base, never of the
+#: shipped defaults (which move when the rule picks a new entry). Until #50 round 5 they were
+#: applied to the shipped defaults: entries 10-18 ran on entry 2's (``align_weight`` 5, S2 only,
+#: full target, uncentred) and 19-22 on entry 14's (S2 and S3, target 0.2, centred); the entries
+#: below now state those values, so each row in ``ledger/rai/align_dev.jsonl`` is the world its
+#: entry builds today.
+ALIGN_BASE = {"align_weight": 0.0, "align_stages": ("s2",), "align_target": 1.0, "align_center": False,
+              "s3_projector": True, "s3_embeddings": True, "s3_caption_share": 0.0, "hybrid_partial_share": 0.0,
+              "hybrid_partial_max": 0.5, "s3_lr_schedule": "constant", "s3_grid": (200, 400, 600)}
 #: Resolution (not from the paper), fixed before the test seeds 0-2 ran: the world settings of
 #: the glyph-to-word alignment (:func:`~icml26.rai.glyphsafe.glyph_alignment_loss`: its weight,
 #: the stages whose image samples carry it, and whether S3 trains the projector) tried on the dev
@@ -273,20 +283,51 @@ ALIGN_GRID = (
     # 0.92 / 0.90, AUROC 0.96 / 0.99), with the sub-threshold replay (half the hybrid samples
     # insert an unsafe word diluted to cosine < hybrid_partial_max, target "comply"): the LM
     # should refuse a word among the visual tokens, not its diluted direction. Weaker first.
-    {"align_weight": 5.0, "align_target": 0.5, "s3_projector": False, "hybrid_partial_share": 0.5,
-     "hybrid_partial_max": 0.5},
-    {"align_weight": 5.0, "align_target": 0.5, "s3_projector": False, "hybrid_partial_share": 0.5,
-     "hybrid_partial_max": 0.7},
+    # They ran on entry 14's defaults, so they align to the centred word on S2 and S3 (with the
+    # projector frozen, S3's term changes no weight); entry 13 was uncentred.
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "align_target": 0.5, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.5},
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "align_target": 0.5, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7},
     # Entries 21-22, added after 19-20 ran on dev seed 10 (the replay brought image ASR back to
     # 0.46 / 0.77 with AUROC 0.98, but colour-VQA fell to 0.73 / 0.74) and written before either
-    # ran: the same replay on entry 6 (weight 1, full target, frozen S3 projector; seed 10:
-    # colour 1.00, AUROC 0.97, premise lost on image ASR 0.41 only). Weaker first.
-    {"align_weight": 1.0, "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7},
-    {"align_weight": 1.0, "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.9},
+    # ran: the same replay on entry 6 (weight 1, frozen S3 projector; seed 10: colour 1.00, AUROC
+    # 0.97, premise lost on image ASR 0.41 only). Weaker first. Meant with entry 6's full target,
+    # they ran on entry 14's defaults: target 0.2 to the centred word, as stated here.
+    {"align_weight": 1.0, "align_stages": ("s2", "s3"), "align_target": 0.2, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7},
+    {"align_weight": 1.0, "align_stages": ("s2", "s3"), "align_target": 0.2, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.9},
+    # Entries 23-26 (issue #50, round 5), written before any of them ran: entries 20 and 21 with a
+    # cosine S3 learning rate. A diagnostic on dev seed 10 (benchmarks/rai_s3_trajectory.py)
+    # found colour linearly decodable from the frozen projector's tokens (probe 0.93 / 0.995) while
+    # the LM's colour-VQA oscillated over S3 at the constant lr (entry 20: 0.58, 0.82, 0.74, 0.95,
+    # 0.88, 0.93 at 200-1200 steps; image ASR 0.53-0.96 likewise): S3 had not settled. 23-24 decay
+    # over the shipped 600-step grid, 25-26 over a 1000-step grid; shorter first.
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "align_target": 0.5, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7, "s3_lr_schedule": "cosine"},
+    {"align_weight": 1.0, "align_stages": ("s2", "s3"), "align_target": 0.2, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7, "s3_lr_schedule": "cosine"},
+    {"align_weight": 5.0, "align_stages": ("s2", "s3"), "align_target": 0.5, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7, "s3_lr_schedule": "cosine",
+     "s3_grid": (200, 400, 600, 800, 1000)},
+    {"align_weight": 1.0, "align_stages": ("s2", "s3"), "align_target": 0.2, "align_center": True,
+     "s3_projector": False, "hybrid_partial_share": 0.5, "hybrid_partial_max": 0.7, "s3_lr_schedule": "cosine",
+     "s3_grid": (200, 400, 600, 800, 1000)},
 )
 ALIGN_DEV_SEEDS = (10, 11)
 #: The selection control's bar (claims.toml ``glyphsafe/selection_auroc``), the dev target.
 MIN_SELECTION_AUROC = 0.85
+
+
+def align_world(index: int, base: GlyphSafeConfig | None = None) -> GlyphSafeConfig:
+    """The world of ALIGN_GRID entry ``index``: ``base`` (default :class:`GlyphSafeConfig`'s
+    defaults) with :data:`ALIGN_BASE`, then the entry, applied. The result does not depend on
+    which entry is shipped as the default."""
+    if not isinstance(index, (int, np.integer)) or not 0 <= int(index) < len(ALIGN_GRID):
+        raise ValueError(f"index must be an ALIGN_GRID index in [0, {len(ALIGN_GRID)}), got {index!r}")
+    base = GlyphSafeConfig() if base is None else base
+    return dataclasses.replace(base, **{**ALIGN_BASE, **ALIGN_GRID[int(index)]})
 
 
 def select_alignment(rows: list[dict], grid=ALIGN_GRID, min_auroc: float = MIN_SELECTION_AUROC,
