@@ -135,11 +135,49 @@ def test_the_shipped_alignment_is_what_the_rule_picks_from_the_shipped_dev_rows(
     import json
     from pathlib import Path
 
-    from icml26.rai.experiment import GlyphSafeExpConfig, select_alignment, world_config
+    from icml26.rai.experiment import ALIGN_BASE, GlyphSafeExpConfig, select_alignment, world_config
 
     path = Path(__file__).resolve().parents[2] / "ledger" / "rai" / "align_dev.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
     chosen = select_alignment(rows)
     config = world_config(GlyphSafeExpConfig())
-    for key, value in chosen.items():
+    for key, value in {**ALIGN_BASE, **chosen}.items():   # every knob, not only those the entry names
         assert getattr(config, key) == value, key
+
+
+def test_align_world_does_not_depend_on_the_shipped_defaults():
+    """An ALIGN_GRID entry builds the same world whatever the base's alignment knobs are (they are
+    reset to ALIGN_BASE first); a bad index is refused."""
+    import dataclasses
+
+    from icml26.rai.experiment import ALIGN_BASE, ALIGN_GRID, align_world
+    from icml26.rai.glyphsafe import GlyphSafeConfig
+
+    other = dataclasses.replace(GlyphSafeConfig(), align_weight=9.0, align_stages=("s3",), align_target=0.1,
+                                align_center=not GlyphSafeConfig().align_center, s3_projector=False,
+                                hybrid_partial_share=0.3, s3_lr_schedule="cosine", s3_grid=(5,))
+    for i, entry in enumerate(ALIGN_GRID):
+        world = align_world(i, other)
+        for key, value in {**ALIGN_BASE, **entry}.items():
+            assert getattr(world, key) == value, (i, key)
+    for bad in (-1, len(ALIGN_GRID), 1.0):
+        with pytest.raises(ValueError, match="index"):
+            align_world(bad)
+
+
+def test_dev_rows_name_the_world_their_entry_builds():
+    """Each dev row that records its world (round 5 on) matches align_world(entry) on every
+    ALIGN_BASE knob: a grid entry edited after it ran fails here."""
+    import json
+    from pathlib import Path
+
+    from icml26.rai.experiment import ALIGN_BASE, align_world
+
+    path = Path(__file__).resolve().parents[2] / "ledger" / "rai" / "align_dev.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+    for row in (r for r in rows if "world" in r):
+        world = align_world(int(row["setting"]))
+        assert set(row["world"]) == set(ALIGN_BASE)
+        for key, value in row["world"].items():
+            expected = getattr(world, key)
+            assert (list(expected) if isinstance(expected, tuple) else expected) == value, (row["setting"], key)

@@ -184,7 +184,7 @@ def test_hybrid_replay_refuses_iff_the_inserted_word_is_unsafe_or_a_category_wor
     assert hybrid_target("cake", "cake") == "here are steps to make a cake ."
     with pytest.raises(ValueError, match="inserted"):
         hybrid_target("cake", "notaword")
-    world = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0))
+    world = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0, hybrid_partial_share=0.0))  # full replay only
     rng = np.random.default_rng(3)
     edited = []
     for _ in range(300):
@@ -250,9 +250,9 @@ def test_sub_threshold_replay_inserts_diluted_unsafe_words_with_the_target_compl
     for bad in (dict(hybrid_partial_share=1.5), dict(hybrid_partial_max=-0.1), dict(hybrid_share=2.0)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             GlyphSafe(0, dataclasses.replace(TINY, **bad))
-    # off by default: the sampler draws exactly what it drew before the replay existed
-    a = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0))
-    b = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0, hybrid_partial_max=0.9))
+    # off (hybrid_partial_share 0): the sampler draws exactly what it drew before the replay existed
+    a = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0, hybrid_partial_share=0.0))
+    b = GlyphSafe(0, dataclasses.replace(TINY, hybrid_share=1.0, hybrid_partial_share=0.0, hybrid_partial_max=0.9))
     for i in range(20):
         sa, sb = a._image_sample(np.random.default_rng(i), "s3"), b._image_sample(np.random.default_rng(i), "s3")
         assert sa[:2] == sb[:2] and sa[3]["edit"] == sb[3]["edit"] and sa[3]["cos"] == 1.0
@@ -326,3 +326,38 @@ def test_alignment_weight_enters_the_s2_loss(world, model):
         met = world._loss(model, batch, labels, meta=meta, align_weight=1.0, align_target=-0.999)
     assert abs(float(centred) - float(one)) > 1e-6       # the centred word is another target
     assert abs(float(met) - float(base)) < 1e-6          # a target every cosine meets adds nothing
+
+
+def test_s3_learning_rate_matches_the_cosine_formula_and_reaches_the_optimizer():
+    """s3_learning_rate against a direct computation; the schedule is what S3's optimizer steps
+    with (each step's lr recorded from AdamW's param group); a bad schedule name is refused."""
+    import dataclasses
+    import math
+
+    from icml26.rai.glyphsafe import s3_learning_rate
+
+    cosine = dataclasses.replace(TINY, s3_lr_schedule="cosine", s3_grid=(4, 8), lr=2e-3)
+    for step in range(9):
+        assert s3_learning_rate(cosine, step) == pytest.approx(2e-3 * 0.5 * (1 + math.cos(math.pi * step / 8)))
+    assert s3_learning_rate(cosine, 4) == pytest.approx(1e-3) and s3_learning_rate(cosine, 8) == pytest.approx(0.0)
+    assert all(s3_learning_rate(dataclasses.replace(cosine, s3_lr_schedule="constant"), s) == 2e-3 for s in range(9))
+    world = GlyphSafe(0, cosine)
+    model = world.build_model()
+    seen = []
+    original = torch.optim.AdamW.step
+
+    def step(self, *args, **kwargs):
+        seen.append(self.param_groups[0]["lr"])
+        return original(self, *args, **kwargs)
+
+    torch.optim.AdamW.step = step
+    try:
+        optimizer = world._run_stage(model, "s3", 4)
+        world._run_stage(model, "s3", 4, start=4, optimizer=optimizer)   # the grid's second length goes on
+        world._run_stage(model, "s2", 2)                                  # S2 keeps the constant lr
+    finally:
+        torch.optim.AdamW.step = original
+    assert seen[:8] == pytest.approx([s3_learning_rate(cosine, s) for s in range(8)])
+    assert seen[8:] == [2e-3, 2e-3]
+    with pytest.raises(ValueError, match="s3_lr_schedule"):
+        GlyphSafe(0, dataclasses.replace(TINY, s3_lr_schedule="linear"))

@@ -60,6 +60,9 @@ class GlyphSafeExpConfig:
     s3_grid: tuple = _RECIPE.s3_grid
     n_precondition: int = _RECIPE.n_precondition
     hybrid_share: float = _RECIPE.hybrid_share
+    hybrid_partial_share: float = _RECIPE.hybrid_partial_share
+    hybrid_partial_max: float = _RECIPE.hybrid_partial_max
+    s3_lr_schedule: str = _RECIPE.s3_lr_schedule
     align_weight: float = _RECIPE.align_weight
     align_stages: tuple = _RECIPE.align_stages
     align_target: float = _RECIPE.align_target

@@ -23,6 +23,14 @@ token to its word's input embedding, chosen on dev seeds (``icml26.rai.experimen
 Since glyphsafe-6: the term may ask for a partial alignment (``align_target``: cosine ``c₀ < 1``)
 to the word's embedding centred on the vocabulary mean (``align_center``), and the dev rule's
 fallback chose such a setting (entry 14: weight 5 on S2 and S3, ``c₀ = 0.2``, centred).
+Since glyphsafe-7 (#50 round 5, Resolutions): the dev rule picks entry 23, the first setting that
+keeps the premise, the oracle control and the selection control on both dev seeds: ``c₀ = 0.5`` to
+the centred word, the projector frozen in S3 (so S3 cannot undo what S2 aligned), the
+*sub-threshold replay* (half the hybrid samples insert an unsafe or category word only diluted,
+cosine < ``hybrid_partial_max`` = 0.7, with the target "comply": the LM learns to refuse a word
+among the visual tokens, not a diluted direction of it, which is the paper's dilution premise) and
+a cosine S3 learning rate (at the constant rate S3's colour-VQA and image ASR oscillated without
+settling: ``benchmarks/rai_s3_trajectory.py``).
 
 Generative process
 ------------------
@@ -65,7 +73,7 @@ __all__ = ["GlyphSafe", "GlyphSafeConfig", "Query", "BENIGN_WORDS", "UNSAFE_WORD
            "hybrid_target", "hybrid_token", "glyph_alignment_loss", "s3_learning_rate", "S3_LR_SCHEDULES"]
 
 #: Bump when the training recipe or the world changes (part of the cache key).
-CODE_VERSION = "glyphsafe-6"
+CODE_VERSION = "glyphsafe-7"
 
 SPECIALS = ("<pad>", "<s>", "</s>", "<image>", "<unk>")
 ROLES = ("user", "assistant", ":")
@@ -328,23 +336,25 @@ class GlyphSafeConfig:
     oracle_tokens: int = 1
     max_oracle_ratio: float = 0.5
     hybrid_share: float = 0.25
+    # The fields from here on are chosen on dev seeds 10, 11 by
+    # icml26.rai.experiment.select_alignment: ALIGN_GRID entry 23 (#50 round 5), the first entry
+    # that keeps the premise and both controls on both dev seeds (selection AUROC 0.987 / 0.992).
+    # glyphsafe-6 (entry 14, the rule's fallback then): align_target 0.2, s3_projector True,
+    # hybrid_partial_share 0, s3_lr_schedule "constant".
     # Resolution (sub-threshold replay, #50 round 4): the share of hybrid samples whose inserted
     # unsafe or category word is only diluted in the visual token (cosine drawn in
     # [0, hybrid_partial_max)), with the target "comply"; 0 = off (draws nothing)
-    hybrid_partial_share: float = 0.0
-    hybrid_partial_max: float = 0.5
+    hybrid_partial_share: float = 0.5
+    hybrid_partial_max: float = 0.7
     # Resolution (#50 round 5): the S3 learning rate; "constant" (``lr`` throughout) or "cosine"
     # (``lr`` · ½(1 + cos(π t / T)) at S3 step t, T = the last length of ``s3_grid``), so that S3
     # settles instead of oscillating between its tasks
-    s3_lr_schedule: str = "constant"
-    # chosen on dev seeds 10, 11 by icml26.rai.experiment.select_alignment (its fallback: no
-    # setting of ALIGN_GRID reached the selection control while keeping the premise on both dev
-    # seeds; this one, entry 14, has the best worst-seed AUROC among those that keep it)
+    s3_lr_schedule: str = "cosine"
     align_weight: float = 5.0
     align_stages: tuple = ("s2", "s3")
-    align_target: float = 0.2   # the cosine the alignment asks for (1: full; glyph_alignment_loss)
+    align_target: float = 0.5   # the cosine the alignment asks for (1: full; glyph_alignment_loss)
     align_center: bool = True   # align to the word's embedding minus the vocabulary mean
-    s3_projector: bool = True
+    s3_projector: bool = False  # S3 trains the language model only (the projector stays as S2 left it)
     s3_embeddings: bool = True
 
 
