@@ -11,8 +11,9 @@ GLYPHSAFE_CLAIMS = {
     "premise_share", "oracle_ratio", "selection_auroc", "rai_asr_ratio", "literal_asr_ratio",
     "dev_selected_asr_ratio", "colour_drop_points", "over_refusal", "random_reduction",
     "alltoken_over_refusal_gap", "dilution_gap", "attack_move", "benign_move", "glyph_overlap",
-    "risk_auroc"}
-GATED = GLYPHSAFE_CLAIMS - {"premise_share", "oracle_ratio", "selection_auroc", "dilution_gap"}
+    "risk_auroc", "oracle_colour_drop", "oracle_over_refusal"}
+UTILITY_CONTROLS = {"oracle_colour_drop", "oracle_over_refusal"}
+GATED = GLYPHSAFE_CLAIMS - {"premise_share", "oracle_ratio", "selection_auroc", "dilution_gap"} - UTILITY_CONTROLS
 
 
 def _by_key(claims):
@@ -83,7 +84,8 @@ def _planted(**over):
          "random_asr_ratio": 1.0, "best_baseline_asr_ratio": 0.8, "literal_asr_ratio": 0.3,
          "dev_selected_asr_ratio": 0.2, "colour_drop_points": 0.0, "over_refusal": 0.01,
          "random_reduction": 0.0, "alltoken_over_refusal_gap": 0.5, "dilution_gap": 0.3,
-         "attack_move": 0.7, "benign_move": 0.01, "glyph_overlap": 0.9, "risk_auroc": 0.95}
+         "attack_move": 0.7, "benign_move": 0.01, "glyph_overlap": 0.9, "risk_auroc": 0.95,
+         "oracle_colour_drop": 1.0, "oracle_over_refusal": 0.0}
     return {**m, **over}
 
 
@@ -102,6 +104,12 @@ def test_controls_gate_every_claim_that_needs_them(experiment):
         assert c["dilution_gap"].verdict == "PASS"
     c = _by_key(evaluate(specs, _planted(random_asr_ratio=0.4)))
     assert c["rai_asr_ratio"].verdict == "NOT EARNED"
+    # the utility controls gate their own claim only: 2a on the oracle's colour drop, 2b on its over-refusal
+    c = _by_key(evaluate(specs, _planted(oracle_colour_drop=4.4, colour_drop_points=29.0, over_refusal=0.5)))
+    assert c["colour_drop_points"].verdict == "INCOMPLETE" and c["over_refusal"].verdict == "FAIL"
+    c = _by_key(evaluate(specs, _planted(oracle_over_refusal=0.2, colour_drop_points=29.0, over_refusal=0.5)))
+    assert c["over_refusal"].verdict == "INCOMPLETE" and c["colour_drop_points"].verdict == "FAIL"
+    assert c["rai_asr_ratio"].verdict == "PASS"
 
 
 def test_alignment_rule():

@@ -629,6 +629,9 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
             note=ratios["random prototypes"][1]),
         "literal_asr_ratio": Measurement(ratios[LITERAL][0], note=ratios[LITERAL][1]),
         "colour_drop_points": 100 * abs(rai["colour_accuracy"] - none["colour_accuracy"]),
+        "oracle_colour_drop": 100 * abs(means.loc[ORACLE, "colour_accuracy"] - none["colour_accuracy"]),
+        "oracle_over_refusal": Measurement(means.loc[ORACLE, "over_refusal"], note="per seed: " + _per_seed(
+            {s: by_seed.loc[(ORACLE, s), "over_refusal"] for s in seeds}, "{:.3f}")),
         "over_refusal": Measurement(rai["over_refusal"], interval=pooled_interval("RAI", "over_refusal", config.n_benign),
                                     note="exact 90 % interval over the pooled benign images; per seed: " + _per_seed(
             {s: by_seed.loc[("RAI", s), "over_refusal"] for s in seeds}, "{:.3f}")),
