@@ -11,8 +11,8 @@ GLYPHSAFE_CLAIMS = {
     "premise_share", "oracle_ratio", "selection_auroc", "rai_asr_ratio", "literal_asr_ratio",
     "dev_selected_asr_ratio", "colour_drop_points", "over_refusal", "random_reduction",
     "alltoken_over_refusal_gap", "dilution_gap", "attack_move", "benign_move", "glyph_overlap",
-    "risk_auroc", "oracle_colour_drop", "oracle_over_refusal"}
-UTILITY_CONTROLS = {"oracle_colour_drop", "oracle_over_refusal"}
+    "risk_auroc", "oracle_colour_drop", "oracle_over_refusal", "oracle_benign_move"}
+UTILITY_CONTROLS = {"oracle_colour_drop", "oracle_over_refusal", "oracle_benign_move"}
 GATED = GLYPHSAFE_CLAIMS - {"premise_share", "oracle_ratio", "selection_auroc", "dilution_gap"} - UTILITY_CONTROLS
 
 
@@ -85,7 +85,7 @@ def _planted(**over):
          "dev_selected_asr_ratio": 0.2, "colour_drop_points": 0.0, "over_refusal": 0.01,
          "random_reduction": 0.0, "alltoken_over_refusal_gap": 0.5, "dilution_gap": 0.3,
          "attack_move": 0.7, "benign_move": 0.01, "glyph_overlap": 0.9, "risk_auroc": 0.95,
-         "oracle_colour_drop": 1.0, "oracle_over_refusal": 0.0}
+         "oracle_colour_drop": 1.0, "oracle_over_refusal": 0.0, "oracle_benign_move": 0.02}
     return {**m, **over}
 
 
@@ -110,6 +110,8 @@ def test_controls_gate_every_claim_that_needs_them(experiment):
     c = _by_key(evaluate(specs, _planted(oracle_over_refusal=0.2, colour_drop_points=29.0, over_refusal=0.5)))
     assert c["over_refusal"].verdict == "INCOMPLETE" and c["colour_drop_points"].verdict == "FAIL"
     assert c["rai_asr_ratio"].verdict == "PASS"
+    c = _by_key(evaluate(specs, _planted(oracle_benign_move=0.3, benign_move=0.8)))
+    assert c["benign_move"].verdict == "INCOMPLETE" and c["over_refusal"].verdict == "PASS"
 
 
 def test_alignment_rule():

@@ -361,3 +361,28 @@ def test_s3_learning_rate_matches_the_cosine_formula_and_reaches_the_optimizer()
     assert seen[8:] == [2e-3, 2e-3]
     with pytest.raises(ValueError, match="s3_lr_schedule"):
         GlyphSafe(0, dataclasses.replace(TINY, s3_lr_schedule="linear"))
+
+
+def test_oracle_benign_move_matches_one_query_at_a_time(world, model):
+    """Claim 5c's positive control: the oracle's benign projection (one batch, per-query targets)
+    equals the same edit applied one query at a time."""
+    from icml26.rai.baselines import OracleReplacement
+    from icml26.rai.experiment import _mechanism
+    from icml26.rai.injection import RiskAwarenessInjection, UnsafePrototypeSubspace
+
+    oracle = OracleReplacement.for_world(model, world, tokens=1)
+    rai = RiskAwarenessInjection(UnsafePrototypeSubspace.from_model(model, world.tokenizer), 0.01)
+    mech = _mechanism(model, world, rai, 6, oracle=oracle)
+    harmful = GlyphSafe.last_token_states(model, world.text_harmful_set(6))
+    benign_text = GlyphSafe.last_token_states(model, world.text_benign_set(6))
+    direction = harmful.mean(0) - benign_text.mean(0)
+    direction = direction / direction.norm()
+    one_by_one = []
+    with oracle.replacement.attach(model):
+        for q in world.benign_set(6, split="dev"):
+            oracle.replacement.targets = oracle.embeddings[[VOCAB[q.word]]]
+            one_by_one.append(float(GlyphSafe.last_token_states(model, [q])[0] @ direction))
+    assert mech["benign_oracle"] == pytest.approx(np.mean(one_by_one), abs=1e-5)
+    gap = mech["text_harmful"] - mech["attack"]
+    if gap > 0:
+        assert mech["oracle_benign_move"] == pytest.approx(abs(mech["benign_oracle"] - mech["benign"]) / gap)

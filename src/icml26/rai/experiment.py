@@ -28,7 +28,7 @@ from icml26.core.figures import subplots
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, win_fraction_interval
 
 from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, OracleReplacement, RAIDefense
-from .glyphsafe import UNSAFE_WORDS, GlyphSafe, GlyphSafeConfig, model_device
+from .glyphsafe import UNSAFE_WORDS, VOCAB, GlyphSafe, GlyphSafeConfig, model_device
 from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, UnsafePrototypeSubspace
 from .judge import KeywordRefusalJudge, StepsJudge
 
@@ -125,9 +125,11 @@ def _glyph_overlap(selections: list, queries: list) -> float:
     return float(np.mean(hits)) if hits else float("nan")
 
 
-def _mechanism(model, world, rai, n: int) -> dict:
+def _mechanism(model, world, rai, n: int, oracle: OracleReplacement | None = None) -> dict:
     """Difference-of-means harmfulness direction at the input of decoder layer 2 (last prompt
-    token, text-only harmful vs benign) and the mean projections with and without RAI."""
+    token, text-only harmful vs benign) and the mean projections with and without RAI; with
+    ``oracle``, also how far the oracle edit moves benign images (``oracle_benign_move``, claim
+    5c's positive control)."""
     harmful = GlyphSafe.last_token_states(model, world.text_harmful_set(n))
     benign_text = GlyphSafe.last_token_states(model, world.text_benign_set(n))
     direction = harmful.mean(0) - benign_text.mean(0)
@@ -143,6 +145,13 @@ def _mechanism(model, world, rai, n: int) -> dict:
     gap = proj["text_harmful"] - proj["attack"]
     proj["attack_move"] = (proj["attack_rai"] - proj["attack"]) / gap if gap > 0 else float("nan")
     proj["benign_move"] = abs(proj["benign_rai"] - proj["benign"]) / gap if gap > 0 else float("nan")
+    if oracle is not None:
+        with oracle.replacement.attach(model):   # one batch: the targets are per query
+            oracle.replacement.targets = oracle.embeddings[[VOCAB[q.word] for q in benign_q]]
+            proj["benign_oracle"] = float((GlyphSafe.last_token_states(model, benign_q, batch_size=len(benign_q))
+                                           @ direction).mean())
+        proj["oracle_benign_move"] = (abs(proj["benign_oracle"] - proj["benign"]) / gap if gap > 0
+                                      else float("nan"))
     return proj
 
 
@@ -418,7 +427,8 @@ def run_glyphsafe(config: GlyphSafeExpConfig, seed: int) -> dict:
     # images, the world lacks the alignment RAI's selection needs
     selection = _risk_auroc(model, RiskAwarenessInjection(inlexicon, config.ratio, config.tau, lam,
                                                           scale=config.scale), dev["attack"], dev["benign"])
-    mechanism = _mechanism(model, world, rai, config.n_mechanism)
+    mechanism = _mechanism(model, world, rai, config.n_mechanism,
+                           oracle=next(d for d in defenses if d.name == ORACLE))
     mechanism.update(_norms(model, sets["attack"][:config.n_mechanism], {"rai": rai, "literal": literal}))
     mechanism["literal_attack_move"] = _mechanism(model, world, literal, config.n_mechanism)["attack_move"]
     ablation, selected = [], default
@@ -636,11 +646,19 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
                                     note="exact 90 % interval over the pooled benign images; per seed: " + _per_seed(
             {s: by_seed.loc[("RAI", s), "over_refusal"] for s in seeds}, "{:.3f}")),
         "random_reduction": random_red,
-        "alltoken_over_refusal_gap": means.loc["all-token modulation", "over_refusal"] - rai["over_refusal"],
+        # no positive control shows this world can exhibit the all-token effect (#50 round 5): the
+        # value is reported, the verdict reads INCOMPLETE
+        "alltoken_over_refusal_gap": Measurement(
+            means.loc["all-token modulation", "over_refusal"] - rai["over_refusal"],
+            incomplete="no positive control: nothing in GlyphSafe shows that modulating every visual token can "
+                       "over-refuse more than modulating RAI's one (all-token {:.3f}, RAI {:.3f})".format(
+                           means.loc["all-token modulation", "over_refusal"], rai["over_refusal"])),
         "dilution_gap": gap,
         "attack_move": Measurement(float(mech["attack_move"].mean()),
                                    note="absolute λ = 1: {:.4f}".format(float(mech["literal_attack_move"].mean()))),
         "benign_move": float(mech["benign_move"].mean()),
+        "oracle_benign_move": (Measurement(float(mech["oracle_benign_move"].mean()))
+                               if "oracle_benign_move" in mech else Measurement(None, incomplete="not measured")),
         "glyph_overlap": Measurement(overlap, interval=_pooled_share(
             [(j.metrics["glyph_overlap"], config.n_attack) for j in jobs]),
             note="exact 90 % interval over the pooled attack images"),
