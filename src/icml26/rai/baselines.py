@@ -158,12 +158,17 @@ class OracleReplacement:
         ups = UnsafePrototypeSubspace.from_model(model, world.tokenizer, DEFAULT_KEYWORDS)
         return cls(TokenReplacement(ups, ratio=tokens / N_VISUAL), model.get_input_embeddings().weight, name)
 
+    def aim(self, queries: list[Query]) -> None:
+        """Set the replacement's targets to the queries' own words' embeddings (one row per
+        query of the next batch); call inside ``self.replacement.attach(model)``."""
+        self.replacement.targets = self.embeddings[[VOCAB[q.word] for q in queries]]
+
     def respond(self, model, queries: list[Query]) -> list[str]:
         out = []
         with self.replacement.attach(model):
             for start in range(0, len(queries), self.batch_size):
                 chunk = queries[start:start + self.batch_size]
-                self.replacement.targets = self.embeddings[[VOCAB[q.word] for q in chunk]]
+                self.aim(chunk)
                 out.extend(GlyphSafe.generate(model, chunk, max_new_tokens=_max_tokens(chunk),
                                               batch_size=len(chunk)))
         return out

@@ -28,7 +28,7 @@ from icml26.core.figures import subplots
 from icml26.core.stats import best_seconds, format_mean_std, loglog_slope, win_fraction_interval
 
 from .baselines import AdaShieldS, CoCA, ECSOLite, NoDefense, OracleReplacement, RAIDefense
-from .glyphsafe import UNSAFE_WORDS, VOCAB, GlyphSafe, GlyphSafeConfig, model_device
+from .glyphsafe import UNSAFE_WORDS, GlyphSafe, GlyphSafeConfig, model_device
 from .injection import DEFAULT_KEYWORDS, RiskAwarenessInjection, UnsafePrototypeSubspace
 from .judge import KeywordRefusalJudge, StepsJudge
 
@@ -147,7 +147,7 @@ def _mechanism(model, world, rai, n: int, oracle: OracleReplacement | None = Non
     proj["benign_move"] = abs(proj["benign_rai"] - proj["benign"]) / gap if gap > 0 else float("nan")
     if oracle is not None:
         with oracle.replacement.attach(model):   # one batch: the targets are per query
-            oracle.replacement.targets = oracle.embeddings[[VOCAB[q.word] for q in benign_q]]
+            oracle.aim(benign_q)
             proj["benign_oracle"] = float((GlyphSafe.last_token_states(model, benign_q, batch_size=len(benign_q))
                                            @ direction).mean())
         proj["oracle_benign_move"] = (abs(proj["benign_oracle"] - proj["benign"]) / gap if gap > 0
@@ -624,6 +624,7 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
     ratios = {method: ratio(method) for method in ["RAI", "random prototypes", LITERAL, *baselines]}
     best_baseline = min(baselines, key=lambda b: ratios[b][0]) if baselines else None
     finite_oracle = all(np.isfinite(list(oracle_ratio.values())))
+    alltoken_refusal = means.loc["all-token modulation", "over_refusal"]
     m = {
         "premise_share": Measurement(float(np.mean(list(premise.values()))),
                                      note="per seed: " + _per_seed({s: float(v) for s, v in premise.items()}, "{:g}")),
@@ -649,21 +650,21 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
         # no positive control shows this world can exhibit the all-token effect (#50 round 5): the
         # value is reported, the verdict reads INCOMPLETE
         "alltoken_over_refusal_gap": Measurement(
-            means.loc["all-token modulation", "over_refusal"] - rai["over_refusal"],
+            alltoken_refusal - rai["over_refusal"],
             incomplete="no positive control: nothing in GlyphSafe shows that modulating every visual token can "
-                       "over-refuse more than modulating RAI's one (all-token {:.3f}, RAI {:.3f})".format(
-                           means.loc["all-token modulation", "over_refusal"], rai["over_refusal"])),
+                       f"over-refuse more than modulating RAI's one (all-token {alltoken_refusal:.3f}, "
+                       f"RAI {rai['over_refusal']:.3f})"),
         "dilution_gap": gap,
         "attack_move": Measurement(float(mech["attack_move"].mean()),
                                    note="absolute λ = 1: {:.4f}".format(float(mech["literal_attack_move"].mean()))),
         "benign_move": float(mech["benign_move"].mean()),
-        "oracle_benign_move": (Measurement(float(mech["oracle_benign_move"].mean()))
-                               if "oracle_benign_move" in mech else Measurement(None, incomplete="not measured")),
         "glyph_overlap": Measurement(overlap, interval=_pooled_share(
             [(j.metrics["glyph_overlap"], config.n_attack) for j in jobs]),
             note="exact 90 % interval over the pooled attack images"),
         "risk_auroc": Measurement(float(np.mean(list(aurocs.values()))), note=_per_seed(aurocs, "{:.3f}")),
     }
+    if "oracle_benign_move" in mech:   # absent from jobs cached before it existed: the claim reads "not measured"
+        m["oracle_benign_move"] = float(mech["oracle_benign_move"].mean())
     if best_baseline is not None:
         m["best_baseline_asr_ratio"] = Measurement(ratios[best_baseline][0], note=best_baseline)
     if "RAI (dev-selected)" in means.index:

@@ -710,7 +710,7 @@ class GlyphSafe:
         n_replay = int(round(c.replay * c.batch)) if stage == "s3" else 0
         for step in range(start, start + steps):
             rng = self._rng(10 + {"s1": 1, "s2": 2, "s3": 3}[stage], step)
-            if stage == "s3" and c.s3_lr_schedule == "cosine":
+            if stage == "s3":                  # the schedule's lr (``lr`` itself when constant)
                 for group in optimizer.param_groups:
                     group["lr"] = s3_learning_rate(c, step)
             loss = 0.0
