@@ -261,3 +261,100 @@ def test_fit_leaves_the_global_generators_alone():
     fit_pathway(cache, cache.meta["hidden_layer"], steps=5, lr=0.05, bias=bias, control="shuffled")
     assert torch.equal(torch_state, torch.get_rng_state())
     assert np.array_equal(np_state, np.random.get_state()[1])
+
+
+# -- #50 cost work: fused softmax, stored base statistics, frozen readout shift, patience -------
+
+def test_softmax_lse_against_a_direct_computation():
+    from icml26.accessibility.pathway import _softmax_lse
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(6, 50, generator=g) * torch.tensor([1.0, 5.0, 30.0, 100.0, 300.0, 1.0])[:, None]
+    z[5, 7] = -float("inf")   # a masked logit: probability 0, the rest unchanged
+    out = torch.full_like(z, float("nan"))
+    lse = _softmax_lse(z.clone(), out)
+    ref = z.double().logsumexp(1)
+    assert torch.allclose(lse.double(), ref, rtol=1e-6, atol=1e-5)
+    assert torch.allclose(out.double(), (z.double() - ref[:, None]).exp(), atol=1e-7)
+    assert float(out[5, 7]) == 0.0
+
+
+def test_base_summary_is_computed_once_stored_and_read_back(tmp_path):
+    from icml26.accessibility.pathway import PathwaySplit
+    from icml26.zoo import tiny_llama
+
+    model = tiny_llama(vocab=30, hidden=16, layers=2, heads=2, seed=0)
+    ids = torch.randint(30, (5, 12), generator=torch.Generator().manual_seed(1))
+    cache = build_pathway_cache(model, ids[:3], ids[3:4], ids[4:], [1], skip=2, batch_size=2, path=tmp_path / "c")
+    q = torch.from_numpy(np.array(cache.train.base_logits)).double()
+    y = torch.from_numpy(np.asarray(cache.train.labels))
+    assert cache.train.base_stats is not None and (tmp_path / "c" / "train_base_lse.npy").is_file()
+    stored = cache.train.base_summary()                  # written at build time, read back
+    np.testing.assert_allclose(stored["lse"], q.logsumexp(1).numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(stored["argmax"], q.argmax(1).numpy())
+    np.testing.assert_allclose(stored["label_logit"], q.gather(1, y[:, None]).squeeze(1).numpy(), rtol=1e-6)
+    # a cache written before the statistics were stored computes the same numbers on first use
+    split = cache.train
+    old = PathwaySplit(split.base_logits, split.labels, split.final_normed, split.final_states, split.sources)
+    lazy = old.base_summary(batch=4)                     # batches of 4: the result must not depend on it
+    for key in stored:
+        np.testing.assert_array_equal(np.asarray(lazy[key]), np.asarray(stored[key]), err_msg=key)
+    assert old.base_summary() is lazy
+    for name in ("lse", "argmax", "label_logit"):
+        (tmp_path / "c" / f"test_base_{name}.npy").unlink()
+    again = load_pathway_cache(tmp_path / "c")
+    assert again.test.base_stats is None and again.train.base_stats is not None
+    a = fit_pathway(again, 1, steps=4, lr=0.05, batch_size=8, eval_every=2, early_stop=False, seed=3)
+    b = fit_pathway(cache, 1, steps=4, lr=0.05, batch_size=8, eval_every=2, early_stop=False, seed=3)
+    assert a.kl == pytest.approx(b.kl, rel=1e-6) and a.base_ce == pytest.approx(b.base_ce, rel=1e-6)
+    assert a.flip_rate == b.flip_rate and a.kl > 0
+
+
+def test_a_frozen_readout_shift_and_a_scratch_buffer_give_the_same_step():
+    g = torch.Generator().manual_seed(2)
+    V, d, n, r = 40, 8, 16, 3
+    W, base = torch.randn(V, d, generator=g), torch.randn(n, V, generator=g)
+    x, y = torch.randn(n, d, generator=g), torch.randint(V, (n,), generator=g)
+    path = DiagnosticPathway(d, rank=r, seed=1)
+    with torch.no_grad():
+        path.B.normal_(generator=g)
+        path.bias.normal_(generator=g)
+    path.bias.requires_grad_(False)
+    plain = _post_norm_step(W, path, base.clone(), y, x)
+    grads = [p.grad.clone() for p in (path.A, path.B)]
+    scratch = torch.full((n, V), float("nan"))
+    again = _post_norm_step(W, path, base.clone(), y, x, scratch=scratch, c=W @ path.bias)
+    assert again == pytest.approx(plain, rel=1e-7)
+    assert all(torch.allclose(a, p.grad, atol=1e-7) for a, p in zip(grads, (path.A, path.B)))
+    wrong = _post_norm_step(W, path, base.clone(), y, x, c=torch.zeros(V))   # the shift is used
+    assert abs(wrong - plain) > 1e-3
+
+
+def test_the_shipped_patience_keeps_every_recorded_checkpoint():
+    """The arms' patience (3) against the dev histories recorded at patience 5
+    (benchmarks/accessibility_patience.py): every early-stopped arm keeps its checkpoint."""
+    import json
+    from pathlib import Path
+
+    from icml26.accessibility.experiment import PathwayConfig
+
+    path = Path(__file__).resolve().parents[2] / "ledger" / "accessibility" / "patience_replay.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    shipped = [r for r in rows if r["patience"] == PathwayConfig().patience]
+    assert len(shipped) == 25 and len({(r["arm"], r["seed"]) for r in shipped}) == 25
+    assert all(r["same_checkpoint"] for r in shipped)
+    assert sum(r["steps_run"] for r in shipped) < sum(r["recorded_steps_run"] for r in shipped)
+
+
+def test_the_patience_replay_rule():
+    import importlib.util
+    from pathlib import Path
+
+    file = Path(__file__).resolve().parents[2] / "benchmarks" / "accessibility_patience.py"
+    spec = importlib.util.spec_from_file_location("accessibility_patience", file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    hist = [{"step": 10 * i, "dev_ce": v} for i, v in enumerate([2.0, 1.9, 1.95, 1.96, 1.85, 1.99, 2.0, 2.1])]
+    assert mod.replay(hist, 2) == (10, 30)     # stops before the late improvement at step 40
+    assert mod.replay(hist, 3) == (40, 70)
+    assert mod.replay(hist, 5) == (40, 70)     # ran out of history

@@ -112,3 +112,38 @@ def test_nan_activations_raise_a_clear_error(ids):
         broken.model.layers[0].mlp.down_proj.weight[0, 0] = float("nan")
     with pytest.raises(FloatingPointError, match="layer 1 contain NaN"):
         profile(broken, ids, ks=(4,))
+
+
+def test_logit_lens_of_every_layer_against_float64_log_softmaxes(model, ids):
+    """CE, KL(p_final ‖ p_ℓ) and top-1 agreement of the buffered lens (no (n, V) log-probabilities)
+    against float64 log-softmaxes of the full lens logits."""
+    states = residual_states(model, ids)
+    labels = ids[:, 1:]
+    cut = {k: v[:, :-1] for k, v in states.items()}
+    mask = torch.ones(labels.shape, dtype=torch.bool)
+    mask[0, :4] = False
+    lens = logit_lens(model, cut, labels, mask=mask)
+    parts = model_parts(model)
+    with torch.no_grad():
+        def logp(layer):
+            return torch.log_softmax(parts.readout(cut[layer][mask]).double(), -1)
+        final = logp(3)
+        for layer in range(4):
+            lp = logp(layer)
+            want = (float(-lp.gather(1, labels[mask][:, None]).mean()),
+                    float((final.exp() * (final - lp)).sum(1).mean()),
+                    float((lp.argmax(1) == final.argmax(1)).double().mean()))
+            got = (lens[layer]["ce"], lens[layer]["kl_to_final"], lens[layer]["top1_agree"])
+            assert got == pytest.approx(want, rel=1e-5, abs=1e-6), layer
+    assert lens[0]["kl_to_final"] > 100 * 1e-6   # resolvable at the tolerance above
+
+
+def test_the_forward_skips_the_full_readout_but_not_the_states(model, ids):
+    from icml26.accessibility.probe import _keeps_logits
+
+    assert _keeps_logits(type(model))
+    with torch.no_grad():
+        ref = model(ids, output_hidden_states=True).hidden_states
+    states = residual_states(model, ids)
+    for layer in range(3):
+        assert torch.equal(states[layer], ref[layer])

@@ -278,8 +278,14 @@ class PathwayConfig:
       early stopping on dev with ``bias_patience``), then that ``b`` is frozen and shared by
       every arm, each starting from it; ``False`` gives each arm its own bias under its own
       early stopping;
-    * arms at the spec's calibration setting: rank 32, lr 2e-3, patience 5 evaluations on dev;
-      the memorisation guard (harness c) at exactly that setting without early stopping;
+    * arms at the spec's calibration setting: rank 32, lr 2e-3, dev CE every 10 steps; the
+      memorisation guard (harness c) at exactly that setting without early stopping;
+    * ``patience`` 3 evaluations without improvement (5 until #50's cost work): on the 25
+      early-stopped arms recorded at patience 5 (5 seeds) every dev curve rises after its best
+      checkpoint, so patience 1-5 all keep the same checkpoints
+      (``benchmarks/accessibility_patience.py``, rows in ``ledger/accessibility/patience_replay.jsonl``);
+      3 keeps two evaluations of margin and runs a third fewer steps. ``--set patience=5`` restores
+      the old rule;
     * ``train_pool_blocks``: the cache holds this many train blocks and each seed trains on its
       own random ``train_blocks`` of them (seeds resample the training tokens as well as ``A``
       and the batch order); 0: every seed the first ``train_blocks``;
@@ -317,7 +323,7 @@ class PathwayConfig:
     weight_decay: float = 0.1
     batch_size: int = 1024
     eval_every: int = 10
-    patience: int = 5
+    patience: int = 3
     shared_bias: bool = True
     bias_lr: float = 5e-3
     bias_steps: int = 600

@@ -162,10 +162,27 @@ class PathwaySplit:
     final_normed: np.ndarray
     final_states: np.ndarray
     sources: dict
+    base_stats: dict | None = None
 
     @property
     def n_tokens(self) -> int:
         return int(self.labels.shape[0])
+
+    def base_summary(self, batch: int = 1024) -> dict:
+        """Per-token statistics of the base logits, computed once (at build time, or here on first
+        use) and shared by every arm's evaluation: ``lse`` (log-partition, float32), ``argmax``
+        (int64) and ``label_logit`` (the base logit of the next token, float32)."""
+        if self.base_stats is None:
+            parts = {"lse": [], "argmax": [], "label_logit": []}
+            out = None
+            for start in range(0, self.n_tokens, batch):
+                z = torch.from_numpy(np.array(self.base_logits[start:start + batch], dtype=np.float32))
+                y = torch.from_numpy(np.array(self.labels[start:start + batch], dtype=np.int64))
+                out = torch.empty_like(z) if out is None or out.shape != z.shape else out
+                for key, value in _base_stats(z, y, out).items():
+                    parts[key].append(value.numpy())
+            self.base_stats = {k: np.concatenate(v) for k, v in parts.items()}
+        return self.base_stats
 
 
 @dataclass
@@ -230,7 +247,8 @@ def _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=None, name
     arrays = {"base_logits": alloc("base_logits", (n, V), np.float32), "labels": alloc("labels", (n,), np.int64),
               "final_normed": alloc("final_normed", (n, d), np.float32),
               "final_states": alloc("final_states", (n, d), np.float32),
-              **{f"src{m}": alloc(f"src{m}", (n, d), np.float32) for m in layers}}
+              **{f"src{m}": alloc(f"src{m}", (n, d), np.float32) for m in layers},
+              **{f"base_{k}": alloc(f"base_{k}", (n,), dt) for k, dt in _BASE_STATS.items()}}
     at = 0
     device = parts.lm_head.weight.device
     for start in range(0, ids.shape[0], batch_size):
@@ -239,19 +257,23 @@ def _cache_split(model, parts, ids, layers, skip, batch_size, out_dir=None, name
         mask, labels = _label_mask(rows, None, skip)
         h_final = store[parts.n_layers][mask].float()
         normed = parts.norm(h_final).float()
-        values = {"base_logits": parts.lm_head(normed).float(), "labels": labels[mask], "final_normed": normed,
+        logits = parts.lm_head(normed).float()
+        values = {"base_logits": logits, "labels": labels[mask], "final_normed": normed,
                   "final_states": h_final, **{f"src{m}": rms_normalize(store[m][mask].float()) for m in layers}}
-        k = int(mask.sum())
         for key, value in values.items():
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise FloatingPointError(f"pathway cache: non-finite values in {key} (split {name})")
+        values.update({f"base_{k}": v for k, v in _base_stats(logits, values["labels"]).items()})
+        k = int(mask.sum())
+        for key, value in values.items():
             arrays[key][at:at + k] = to_numpy(value)
         at += k
     for arr in arrays.values():
         if isinstance(arr, np.memmap):
             arr.flush()
     return PathwaySplit(arrays["base_logits"], arrays["labels"], arrays["final_normed"], arrays["final_states"],
-                        {m: arrays[f"src{m}"] for m in layers})
+                        {m: arrays[f"src{m}"] for m in layers},
+                        base_stats={k: arrays[f"base_{k}"] for k in _BASE_STATS})
 
 
 def _write_readout(cache_meta: dict, unembedding, gamma, folder: Path, basis=None) -> None:
@@ -319,6 +341,8 @@ def save_pathway_cache(cache: PathwayCache, path) -> Path:
             split = cache.split(name)
             for key in ("base_logits", "labels", "final_normed", "final_states"):
                 np.save(tmp / f"{name}_{key}.npy", np.ascontiguousarray(getattr(split, key)))
+            for key, arr in split.base_summary().items():
+                np.save(tmp / f"{name}_base_{key}.npy", np.ascontiguousarray(arr))
             for m, arr in split.sources.items():
                 np.save(tmp / f"{name}_src{m}.npy", np.ascontiguousarray(arr))
         _write_readout({**cache.meta, "norm_eps": cache.norm_eps, "n_layers": cache.n_layers,
@@ -337,7 +361,10 @@ def load_pathway_cache(path) -> PathwayCache:
         arrays = {key: np.load(path / f"{name}_{key}.npy", mmap_mode="r" if key == "base_logits" else None)
                   for key in ("base_logits", "labels", "final_normed", "final_states")}
         sources = {int(m): np.load(path / f"{name}_src{m}.npy") for m in meta["layers"]}
-        splits[name] = PathwaySplit(**arrays, sources=sources)
+        stats = None   # caches written before the base statistics were stored compute them on first use
+        if all((path / f"{name}_base_{k}.npy").is_file() for k in _BASE_STATS):
+            stats = {k: np.load(path / f"{name}_base_{k}.npy") for k in _BASE_STATS}
+        splits[name] = PathwaySplit(**arrays, sources=sources, base_stats=stats)
     readout = torch.load(path / "readout.pt", weights_only=True)
     extra = {k: v for k, v in meta.items() if k not in ("norm_eps", "n_layers")}
     if "basis_q" in readout:
@@ -464,9 +491,17 @@ class _Arm:
         self._buffer = None
         self._scratch = None
         self._device_buffer = None
+        self._stats = None
+
+    def base_stats(self) -> tuple:
+        """``(lse, argmax, label_logit)`` of the base logits (:meth:`PathwaySplit.base_summary`) on the device."""
+        if self._stats is None:
+            stats = self.split.base_summary()
+            self._stats = tuple(torch.from_numpy(np.array(stats[k])).to(self.device) for k in _BASE_STATS)
+        return self._stats
 
     def scratch(self, n: int) -> torch.Tensor:
-        """A second ``(n, V)`` buffer the arm reuses (the compare evaluation's path logits)."""
+        """A second ``(n, V)`` buffer the arm reuses (the softmax of a batch)."""
         V = self.split.base_logits.shape[1]
         if self._scratch is None or self._scratch.shape[0] < n:
             self._scratch = torch.empty((n, V), dtype=torch.float32, device=self.device)
@@ -500,41 +535,66 @@ class _Arm:
         return torch.from_numpy(rows).to(self.device)
 
 
-def _softmax_(z: torch.Tensor) -> torch.Tensor:
-    """Row-wise softmax of ``z`` in place (no ``(n, V)`` temporary); returns the log-partition ``lse``."""
-    m = z.amax(dim=1, keepdim=True)
-    z.sub_(m).exp_()
-    s = z.sum(dim=1, keepdim=True)
-    z.div_(s)
-    return (m + s.log()).squeeze(1)
+def _softmax_lse(z: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """Row-wise softmax of ``z`` written into ``out`` and the log-partition of each row.
+
+    torch's fused softmax reads a row once while it is in cache (half the time of separate
+    max / subtract / exp / sum / divide passes over an ``(n, V)`` matrix), and ``out`` is a
+    buffer the caller reuses, so nothing ``(n, V)`` is allocated. The log-partition is read back
+    as ``lse = max z − log max p``: the largest probability ``1/Σ exp(z − max z)`` is at least
+    ``1/V``, so its logarithm never underflows."""
+    torch.softmax(z, dim=1, out=out)
+    return z.amax(dim=1) - out.amax(dim=1).log()
 
 
-def _logit_change(W, path: DiagnosticPathway, x):
-    """``(x Aᵀ)(W B)ᵀ + W b`` pieces: (u, WB, c)."""
-    u = x @ path.A.T if (path.bypass and x is not None) else None
-    WB = W @ path.B if path.bypass else None
-    c = W @ path.bias
-    return u, WB, c
+_BASE_STATS = {"lse": np.float32, "argmax": np.int64, "label_logit": np.float32}
+
+
+def _base_stats(logits: torch.Tensor, labels: torch.Tensor, out: torch.Tensor | None = None) -> dict:
+    """What every evaluation needs of the base logits, per token (see :meth:`PathwaySplit.base_summary`)."""
+    out = torch.empty_like(logits) if out is None else out
+    return {"lse": _softmax_lse(logits, out).cpu(), "argmax": logits.argmax(dim=1).cpu(),
+            "label_logit": logits.gather(1, labels[:, None].to(logits.device)).squeeze(1).cpu()}
+
+
+def _logit_change(W, path: DiagnosticPathway):
+    """The readout pieces of the logit change ``(x Aᵀ)(W B)ᵀ + W b``: ``(W B, W b)`` (``W B`` None
+    without a bypass)."""
+    return (W @ path.B if path.bypass else None), W @ path.bias
+
+
+def _add_change_(z: torch.Tensor, u, WB1) -> torch.Tensor:
+    """``z += (x Aᵀ)(W B)ᵀ + W b`` in place, as one GEMM: ``[u, 1] [W B, W b]ᵀ`` (``WB1``; without a
+    bypass, ``u`` is None and ``WB1`` is ``W b``)."""
+    if u is None:
+        return z.add_(WB1)
+    return z.addmm_(torch.cat([u, u.new_ones(u.shape[0], 1)], dim=1), WB1.T)
+
+
+def _stack_change(WB, c):
+    return c if WB is None else torch.cat([WB, c[:, None]], dim=1)
 
 
 @torch.no_grad()
-def _post_norm_step(W, path: DiagnosticPathway, base, labels, x):
-    """Loss and hand-written gradients of the post-norm pathway on one batch (sets ``.grad``)."""
+def _post_norm_step(W, path: DiagnosticPathway, base, labels, x, scratch=None, c=None):
+    """Loss and hand-written gradients of the post-norm pathway on one batch (sets ``.grad``).
+
+    ``base`` is overwritten (it becomes the pathway's logits); ``scratch``, an ``(n, V)`` buffer,
+    receives the softmax (allocated when None); ``c = W b`` may be passed when ``b`` is frozen."""
     n = base.shape[0]
-    u, WB, c = _logit_change(W, path, x)
-    z = base
-    if u is not None:
-        z.addmm_(u, WB.T)
-    z += c
+    u = x @ path.A.T if (path.bypass and x is not None) else None
+    WB = W @ path.B if u is not None else None
+    c = W @ path.bias if c is None else c
+    z = _add_change_(base, u, _stack_change(WB, c))
     target = z.gather(1, labels[:, None]).squeeze(1)
-    lse = _softmax_(z)
+    G = torch.empty_like(z) if scratch is None else scratch
+    lse = _softmax_lse(z, G)
     loss = float((lse - target).mean())
-    G = z                                   # softmax; the gradient is (softmax − onehot) / n,
-    G[torch.arange(n, device=G.device), labels] -= 1.0   # the 1/n applied to the small products below
-    if path.bias.requires_grad:
+    G[torch.arange(n, device=G.device), labels] -= 1.0   # softmax − onehot; the 1/n is applied
+    if path.bias.requires_grad:                           # to the small products below
         path.bias.grad = (W.T @ G.sum(dim=0)) / n
     if u is not None:
-        gWB = (G.T @ u) / n
+        gWB = (u.T @ G).T / n        # uᵀG then a transpose: faster than Gᵀu on a row-major G
         path.B.grad = W.T @ gWB
         path.A.grad = ((G @ WB).T @ x) / n
     return loss
@@ -550,9 +610,23 @@ def _pre_norm_logits(readout: _Readout, path: DiagnosticPathway, final_states, x
 
 @torch.no_grad()
 def _evaluate(readout: _Readout, path, arm: _Arm, idx=None, batch: int = 1024, compare: bool = False):
+    """CE of the pathway on ``idx`` (all rows by default); ``compare`` adds the base CE,
+    ``KL(p_path ‖ p_base)``, the top-1 flip rate and the per-token CE.
+
+    No ``(n, V)`` temporaries: the logits are formed in the arm's base buffer and the softmax in
+    its scratch buffer. The base's log-partition, argmax and label logit come from
+    :meth:`PathwaySplit.base_summary` (computed once per split), and with ``Σ_j p_j = 1``,
+    ``KL(p‖q) = Σ_j p_j (z_j − q_j) − lse_p + lse_q`` where, post-norm, ``z − q = c + u (W B)ᵀ``,
+    so ``Σ_j p_j (z_j − q_j) = p·c + ((p W B) ⊙ u) 1`` (a rank-``r`` product)."""
     W = readout.W
+    post = path.injection == "post_norm"
     n_total = arm.labels.shape[0]
     idx = torch.arange(n_total) if idx is None else idx
+    WB, c = _logit_change(W, path)
+    if not (path.bypass and arm.x is not None):
+        WB = None
+    WB1 = _stack_change(WB, c)
+    base_stats = arm.base_stats() if compare else None
     ce_path = ce_base = kl = flips = 0.0
     per_token = []
     for start in range(0, idx.numel(), batch):
@@ -560,33 +634,28 @@ def _evaluate(readout: _Readout, path, arm: _Arm, idx=None, batch: int = 1024, c
         base = arm.base(rows.numpy())
         y = arm.labels[rows]
         x = None if arm.x is None else arm.x[rows]
-        lse_q = None
-        if path.injection == "post_norm":
-            u, WB, c = _logit_change(W, path, x)
-            if compare:   # log-partition of the base first, soft-maxed in the scratch buffer
-                lse_q = _softmax_(arm.scratch(base.shape[0]).copy_(base))
-                z = torch.add(base, c, out=arm.scratch(base.shape[0]))
-            else:
-                z = base.add_(c)   # in place in the arm's buffer
-            if u is not None:
-                z.addmm_(u, WB.T)
+        u = x @ path.A.T if WB is not None else None
+        if post:
+            z = _add_change_(base, u, WB1)     # in place in the arm's buffer
         else:
             z = _pre_norm_logits(readout, path, arm.final_states(rows.numpy()), x)
         zy = z.gather(1, y[:, None]).squeeze(1)
-        if not compare:   # CE only (the dev checks during training): no (n, V) temporaries
-            ce_path += float((_softmax_(z) - zy).sum())
-            continue
-        # Path (p, logits z) against base (q) with no (n, V) temporaries in the post-norm case
-        # CE = lse_p − z_y and, since Σ_j p_j = 1, KL(p‖q) = Σ_j p_j (z_j − q_j) − lse_p + lse_q.
-        if lse_q is None:
-            lse_q = torch.logsumexp(base, dim=1)
-        flips += float((z.argmax(1) != base.argmax(1)).sum())
-        ce_base += float((lse_q - base.gather(1, y[:, None]).squeeze(1)).sum())
-        base.neg_().add_(z)                    # base now holds z − q
-        lse_p = _softmax_(z)                   # z now holds p
+        P = arm.scratch(z.shape[0])
+        lse_p = _softmax_lse(z, P)
         token_ce = lse_p - zy
-        kl += float((base.mul_(z).sum(dim=1) - lse_p + lse_q).sum())
         ce_path += float(token_ce.sum())
+        if not compare:   # CE only (the dev checks during training)
+            continue
+        lse_q, arg_q, q_y = (v[rows] for v in base_stats)
+        flips += float((z.argmax(1) != arg_q).sum())
+        ce_base += float((lse_q - q_y).sum())
+        if post:
+            dot = P @ c
+            if u is not None:
+                dot += ((P @ WB) * u).sum(dim=1)
+        else:   # pre-norm: z − q is not low-rank (base still holds q)
+            dot = torch.mul(P, z - base).sum(dim=1)
+        kl += float((dot - lse_p + lse_q).sum())
         per_token.append(token_ce.double())
     n = idx.numel()
     if compare:
@@ -730,6 +799,7 @@ def fit_pathway(cache: PathwayCache, source_layer: int | Sequence[int] | None, *
     opt = _AdamW(params, lr=lr, weight_decay=weight_decay)
     readout = _Readout(cache, device)
     W = readout.W
+    frozen_c = None if path.bias.requires_grad else (W @ path.bias).detach()   # W b, constant
     pool = torch.arange(cache.train.n_tokens) if rows is None else rows
     n_train = int(pool.numel())
     batch_size = min(batch_size, n_train)
@@ -745,7 +815,8 @@ def fit_pathway(cache: PathwayCache, source_layer: int | Sequence[int] | None, *
         arm = arms["train"]
         x = None if arm.x is None else arm.x[idx]
         if injection == "post_norm":
-            loss = _post_norm_step(W, path, arm.base(idx.numpy()), arm.labels[idx], x)
+            loss = _post_norm_step(W, path, arm.base(idx.numpy()), arm.labels[idx], x,
+                                   scratch=arm.scratch(idx.numel()), c=frozen_c)
         else:
             out = torch.nn.functional.cross_entropy(
                 _pre_norm_logits(readout, path, arm.final_states(idx.numpy()), x), arm.labels[idx])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -217,11 +218,22 @@ def _check_layers(layers, n_layers: int) -> list[int]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _keeps_logits(cls) -> bool:
+    """Whether ``cls.forward`` takes ``logits_to_keep`` (HF causal LMs since transformers 4.45): with
+    1, the forward skips the ``(tokens, V)`` readout that the hooks do not need."""
+    try:
+        return "logits_to_keep" in inspect.signature(cls.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 @torch.no_grad()
 def _forward_states(model, parts: ModelParts, input_ids, attention_mask=None) -> dict:
     store: dict = {}
+    extra = {"logits_to_keep": 1} if _keeps_logits(type(model)) else {}   # the states are all we read
     with _capture(parts, store):
-        model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
     expected = parts.n_layers + 1
     if len(store) != expected:
         raise RuntimeError(f"model ({parts.architecture}) produced {len(store)} hidden states, expected L+1 = "
@@ -299,21 +311,47 @@ class _Lens:
         return {"ce": self.ce / self.count, "kl_to_final": self.kl / self.count, "top1_agree": self.agree / self.count}
 
 
+def _lens_logits(parts: ModelParts, states: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """``W_U N_γ(h)`` in float32, into ``out`` when the unembedding is a float32 matrix without a bias
+    (no fresh ``(n, V)`` allocation per layer), else through the module."""
+    normed = parts.norm(states)
+    weight = parts.lm_head.weight
+    if out is not None and weight.dtype == torch.float32 and getattr(parts.lm_head, "bias", None) is None \
+            and normed.dtype == torch.float32 and out.shape == (normed.shape[0], weight.shape[0]):
+        return torch.mm(normed, weight.T, out=out)
+    return parts.readout(states).float()
+
+
 def _lens_update(acc: _Lens, parts: ModelParts, store: dict, labels, mask, layers: Sequence[int]):
+    """Add one batch to the logit-lens sums.
+
+    Per layer: ``CE = lse − z_y``; ``KL(p_final ‖ p_ℓ) = Σ p_f log p_f − p_f·z_ℓ + lse_ℓ`` (as
+    ``Σ p_f = 1``), so no ``(n, V)`` log-probabilities are formed. Three ``(n, V)`` buffers are
+    reused across layers (the logits, the final layer's softmax and a scratch softmax)."""
+    from .pathway import _softmax_lse
+
     if not bool(mask.any()):
         return
-    y = labels[mask]
-    final = torch.log_softmax(parts.readout(store[parts.n_layers][mask].float()).float(), dim=-1)
-    final_top = final.argmax(-1)
-    p_final = final.exp()
+    y = labels[mask][:, None]
+    final_states = store[parts.n_layers][mask].float()
+    shape = (final_states.shape[0], parts.lm_head.weight.shape[0])
+    z_buf, scratch, p_final = (torch.empty(shape, dtype=torch.float32, device=final_states.device)
+                               for _ in range(3))
+    z = _lens_logits(parts, final_states, z_buf)
+    lse_f = _softmax_lse(z, p_final)
+    final_top = z.argmax(-1)
+    neg_entropy = torch.mul(p_final, z, out=scratch).sum(1) - lse_f     # Σ p_f log p_f per token
     for layer in layers:
-        logp = torch.log_softmax(parts.readout(store[layer][mask].float()).float(), dim=-1)
-        if not bool(torch.isfinite(logp).all()):
-            raise FloatingPointError(f"logit lens of layer {layer}: non-finite log-probabilities")
-        acc.ce[layer] += float(-logp.gather(1, y[:, None]).sum())
-        acc.kl[layer] += float((p_final * (final - logp)).sum())
-        acc.agree[layer] += float((logp.argmax(-1) == final_top).sum())
-        del logp
+        z = _lens_logits(parts, store[layer][mask].float(), z_buf)
+        zy = z.gather(1, y).squeeze(1)
+        top = z.argmax(-1)
+        cross = torch.mul(p_final, z, out=scratch).sum(1)                 # p_f · z_ℓ
+        lse = _softmax_lse(z, scratch)
+        if not bool(torch.isfinite(lse).all() and torch.isfinite(cross).all() and torch.isfinite(zy).all()):
+            raise FloatingPointError(f"logit lens of layer {layer}: non-finite logits")
+        acc.ce[layer] += float((lse - zy).sum())
+        acc.kl[layer] += float((neg_entropy - cross + lse).sum())
+        acc.agree[layer] += float((top == final_top).sum())
     acc.count += int(y.numel())
 
 
