@@ -205,6 +205,22 @@ def test_known_negative_keeps_its_verdict_and_reason():
     assert claim.verdict == "FAIL" and claim.known_negative == "the world lacks X"
 
 
+def test_no_positive_control_turns_only_a_fail_into_incomplete():
+    """Before a FAIL, a positive control: a claim whose table says none can exist reads
+    INCOMPLETE with the reason where it would fail; PASS, NOT EARNED and INCONCLUSIVE stand."""
+    table = _one(no_positive_control="no model trained here shows it", negative_control="ctrl")
+    def claim(gain, ctrl=0.0, interval=None):
+        return evaluate(table.for_part("main"), {"gain": Measurement(gain, interval=interval), "ctrl": ctrl})[0]
+    fail = claim(0.05)
+    assert fail.verdict == "INCOMPLETE" and "no model trained here shows it" in fail.note
+    assert fail.measured == 0.05
+    assert claim(0.2).verdict == "PASS"
+    assert claim(0.2, ctrl=0.3).verdict == "NOT EARNED"
+    assert claim(0.1, interval=(0.05, 0.2)).verdict == "INCONCLUSIVE"
+    assert claim(0.05, interval=(0.0, 0.08)).verdict == "INCOMPLETE"
+    assert _verdict(_one(), {"gain": 0.05}) == ["FAIL"]       # without the field: FAIL
+
+
 def test_competitor_is_reported():
     claim = evaluate(_one(competitor="gain_topk").for_part("main"),
                      {"gain": 0.3, "gain_topk": 0.35})[0]

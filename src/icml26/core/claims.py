@@ -28,6 +28,8 @@ The file::
     competitor = "win_sepcma_tuned"             # the strongest obvious competitor, reported
     requires = ["E1/control_planted"]           # claims of the same part that must PASS first
     known_negative = "…"                        # a negative with a known reason (like xfail)
+    no_positive_control = "…"                   # why nothing can show the world has the effect:
+                                                # a FAIL then reads INCOMPLETE with this reason
     quick = false                               # is the bar meaningful at quick scale?
     alt = { spec = [">=", 0.7] }                # other bars (the spec's, the old rule), shown
 
@@ -40,7 +42,9 @@ Verdicts, in the order they are decided:
 
 ``INCOMPLETE``
     the measurement is missing, marked incomplete by ``summarize``
-    (``Measurement(..., incomplete="why")``), or a claim it ``requires`` did not pass;
+    (``Measurement(..., incomplete="why")``), or a claim it ``requires`` did not pass; or
+    the claim would FAIL but its table says ``no_positive_control`` (nothing can show that
+    the world has the effect, so a FAIL would say nothing);
 ``INCONCLUSIVE``
     the measurement carries an interval (``Measurement(value, interval=(lo, hi))``) that
     straddles the bar;
@@ -211,6 +215,7 @@ class ClaimSpec:
     quick: bool = False
     alt: tuple = ()  # ((label, Bar), ...)
     note: str = ""
+    no_positive_control: str = ""
 
     @property
     def part(self) -> str:
@@ -260,7 +265,7 @@ class ClaimTable:
 _TOP_KEYS = {"title", "reference", "headline", "summary", "parts", "claim"}
 _PART_KEYS = {"default", "description"}
 _CLAIM_KEYS = {"id", "name", "paper", "bar", "bar_text", "kind", "negative_control",
-               "competitor", "requires", "known_negative", "quick", "alt", "note"}
+               "competitor", "requires", "known_negative", "quick", "alt", "note", "no_positive_control"}
 
 
 def _unknown(keys, allowed, where: str) -> None:
@@ -345,7 +350,8 @@ def parse_table(data: Mapping, slug: str, source: str = "<table>") -> ClaimTable
                          negative_control=entry.get("negative_control"),
                          competitor=entry.get("competitor"), requires=tuple(requires),
                          known_negative=_str(entry, "known_negative", where, ""),
-                         quick=quick, alt=alt, note=_str(entry, "note", where, ""))
+                         quick=quick, alt=alt, note=_str(entry, "note", where, ""),
+                         no_positive_control=_str(entry, "no_positive_control", where, ""))
         if spec.known_negative and kind != "paper":
             raise TableError(f"{where}: known_negative is for paper claims")
         seen[cid] = spec
@@ -464,6 +470,11 @@ def evaluate(specs: Sequence[ClaimSpec], measurements: Mapping[str, Any]) -> lis
             claim.inconclusive = verdict == "INCONCLUSIVE"
         else:
             claim.passed = spec.bar.holds(m.value)
+        if spec.no_positive_control and not (claim.incomplete or claim.passed or claim.inconclusive):
+            # before a FAIL, a positive control must show the world can exhibit the effect
+            claim.incomplete = True
+            notes.append(f"fails the bar, but a FAIL needs a positive control and there is none: "
+                         f"{spec.no_positive_control}")
         if spec.competitor is not None:
             comp = _as_measurement(measurements.get(spec.competitor, Measurement(None)))
             claim.competitor = {"key": spec.competitor, "measured": comp.value,
