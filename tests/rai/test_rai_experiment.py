@@ -112,6 +112,9 @@ def test_controls_gate_every_claim_that_needs_them(experiment):
     assert c["rai_asr_ratio"].verdict == "PASS"
     c = _by_key(evaluate(specs, _planted(oracle_benign_move=0.3, benign_move=0.8)))
     assert c["benign_move"].verdict == "INCOMPLETE" and c["over_refusal"].verdict == "PASS"
+    # claim 4 has no positive control: a value under its bar reads INCOMPLETE, not FAIL
+    c = _by_key(evaluate(specs, _planted(alltoken_over_refusal_gap=-0.06)))
+    assert c["alltoken_over_refusal_gap"].verdict == "INCOMPLETE" and "positive control" in c["alltoken_over_refusal_gap"].note
 
 
 def test_alignment_rule():

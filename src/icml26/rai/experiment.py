@@ -647,13 +647,11 @@ def summarize_glyphsafe(jobs, config: GlyphSafeExpConfig) -> Result:
                                     note="exact 90 % interval over the pooled benign images; per seed: " + _per_seed(
             {s: by_seed.loc[("RAI", s), "over_refusal"] for s in seeds}, "{:.3f}")),
         "random_reduction": random_red,
-        # no positive control shows this world can exhibit the all-token effect (#50 round 5): the
-        # value is reported, the verdict reads INCOMPLETE
+        # no positive control can show this world has the all-token effect: the claim table's
+        # no_positive_control makes a FAIL read INCOMPLETE (#50 round 5)
         "alltoken_over_refusal_gap": Measurement(
             alltoken_refusal - rai["over_refusal"],
-            incomplete="no positive control: nothing in GlyphSafe shows that modulating every visual token can "
-                       f"over-refuse more than modulating RAI's one (all-token {alltoken_refusal:.3f}, "
-                       f"RAI {rai['over_refusal']:.3f})"),
+            note=f"all-token {alltoken_refusal:.3f}, RAI {rai['over_refusal']:.3f}"),
         "dilution_gap": gap,
         "attack_move": Measurement(float(mech["attack_move"].mean()),
                                    note="absolute λ = 1: {:.4f}".format(float(mech["literal_attack_move"].mean()))),
