@@ -557,12 +557,6 @@ def _base_stats(logits: torch.Tensor, labels: torch.Tensor, out: torch.Tensor | 
             "label_logit": logits.gather(1, labels[:, None].to(logits.device)).squeeze(1).cpu()}
 
 
-def _logit_change(W, path: DiagnosticPathway):
-    """The readout pieces of the logit change ``(x Aᵀ)(W B)ᵀ + W b``: ``(W B, W b)`` (``W B`` None
-    without a bypass)."""
-    return (W @ path.B if path.bypass else None), W @ path.bias
-
-
 def _add_change_(z: torch.Tensor, u, WB1) -> torch.Tensor:
     """``z += (x Aᵀ)(W B)ᵀ + W b`` in place, as one GEMM: ``[u, 1] [W B, W b]ᵀ`` (``WB1``; without a
     bypass, ``u`` is None and ``WB1`` is ``W b``)."""
@@ -622,9 +616,9 @@ def _evaluate(readout: _Readout, path, arm: _Arm, idx=None, batch: int = 1024, c
     post = path.injection == "post_norm"
     n_total = arm.labels.shape[0]
     idx = torch.arange(n_total) if idx is None else idx
-    WB, c = _logit_change(W, path)
-    if not (path.bypass and arm.x is not None):
-        WB = None
+    # the readout pieces of the logit change (x Aᵀ)(W B)ᵀ + W b, once per evaluation
+    WB = W @ path.B if (path.bypass and arm.x is not None) else None
+    c = W @ path.bias
     WB1 = _stack_change(WB, c)
     base_stats = arm.base_stats() if compare else None
     ce_path = ce_base = kl = flips = 0.0

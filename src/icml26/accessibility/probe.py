@@ -340,13 +340,18 @@ def _lens_update(acc: _Lens, parts: ModelParts, store: dict, labels, mask, layer
     z = _lens_logits(parts, final_states, z_buf)
     lse_f = _softmax_lse(z, p_final)
     final_top = z.argmax(-1)
-    neg_entropy = torch.mul(p_final, z, out=scratch).sum(1) - lse_f     # Σ p_f log p_f per token
+    zy_f = z.gather(1, y).squeeze(1)
+    cross_f = torch.mul(p_final, z, out=scratch).sum(1)                  # p_f · z_L
+    neg_entropy = cross_f - lse_f                                         # Σ p_f log p_f per token
     for layer in layers:
-        z = _lens_logits(parts, store[layer][mask].float(), z_buf)
-        zy = z.gather(1, y).squeeze(1)
-        top = z.argmax(-1)
-        cross = torch.mul(p_final, z, out=scratch).sum(1)                 # p_f · z_ℓ
-        lse = _softmax_lse(z, scratch)
+        if layer == parts.n_layers:   # the final layer's lens is the readout computed above
+            zy, top, cross, lse = zy_f, final_top, cross_f, lse_f
+        else:
+            z = _lens_logits(parts, store[layer][mask].float(), z_buf)
+            zy = z.gather(1, y).squeeze(1)
+            top = z.argmax(-1)
+            cross = torch.mul(p_final, z, out=scratch).sum(1)             # p_f · z_ℓ
+            lse = _softmax_lse(z, scratch)
         if not bool(torch.isfinite(lse).all() and torch.isfinite(cross).all() and torch.isfinite(zy).all()):
             raise FloatingPointError(f"logit lens of layer {layer}: non-finite logits")
         acc.ce[layer] += float((lse - zy).sum())
